@@ -1,0 +1,31 @@
+//! The one error enum of the crate.
+//!
+//! Every fallible operation in `heap-labels-core` is label validation; the encoders cannot fail
+//! (they write to memory). The addon maps each variant to a JS `TypeError`/`RangeError` at the napi
+//! boundary; the messages name the offending key so that they are useful on their own.
+
+use thiserror::Error;
+
+/// Why a list of label pairs was rejected by [`LabelRegistry::intern`](crate::LabelRegistry::intern).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum LabelError {
+    /// More pairs than [`MAX_LABELS`](crate::MAX_LABELS).
+    #[error("a label set has {count} labels, more than the limit of {max}")]
+    TooManyLabels { count: usize, max: usize },
+    /// A key is the empty string.
+    #[error("label keys must not be empty")]
+    EmptyKey,
+    /// A key is longer than [`MAX_KEY_BYTES`](crate::MAX_KEY_BYTES) bytes of UTF-8.
+    /// `key` is the key shortened to at most the limit, followed by `...`.
+    #[error("label key \"{key}\" is {len} bytes long, more than the limit of {max} bytes")]
+    KeyTooLong { key: String, len: usize, max: usize },
+    /// A value is longer than [`MAX_VALUE_BYTES`](crate::MAX_VALUE_BYTES) bytes of UTF-8.
+    #[error("the value of label \"{key}\" is {len} bytes long, more than the limit of {max} bytes")]
+    ValueTooLong { key: String, len: usize, max: usize },
+    /// The same key appears twice in one set.
+    #[error("label key \"{key}\" appears more than once")]
+    DuplicateKey { key: String },
+}
+
+/// `Result` with [`LabelError`] as the default error.
+pub type Result<T, E = LabelError> = std::result::Result<T, E>;

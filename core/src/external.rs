@@ -1,0 +1,211 @@
+//! External (ArrayBuffer backing store) byte accounting for one isolate.
+//!
+//! cpp/ wraps the isolate's ArrayBuffer allocator; every block it charges carries the label word of
+//! the context it was allocated in, and its free subtracts using that word. Allocations happen on the
+//! isolate thread, but frees mostly run on V8's ArrayBuffer sweeper threads, so everything here is
+//! atomics only: no allocation, no lock, no V8 handle.
+//!
+//! The per-set bytes live on the [`LabelSet`] itself ([`LabelSet::external_bytes`]); this module keeps
+//! the isolate-wide totals and the bytes of blocks allocated without labels.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+use crate::labels::LabelSet;
+
+/// Isolate-wide external-byte counters. `const`-constructible, so it can be a `static` or a field of
+/// the per-isolate state.
+#[derive(Debug, Default)]
+pub struct ExternalCounters {
+    enabled: AtomicBool,
+    total: AtomicI64,
+    unlabeled: AtomicI64,
+    blocks: AtomicI64,
+}
+
+/// A point-in-time copy of [`ExternalCounters`]. Each field is read atomically, but the fields are
+/// not read together: under concurrent traffic they may disagree by the blocks in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ExternalSnapshot {
+    /// Whether new allocations are being charged.
+    pub enabled: bool,
+    /// Bytes of all charged blocks that are still allocated.
+    pub total: i64,
+    /// Of `total`, the bytes of blocks allocated with no label set current.
+    pub unlabeled: i64,
+    /// Number of charged blocks still allocated.
+    pub blocks: i64,
+}
+
+impl ExternalSnapshot {
+    /// Of `total`, the bytes charged to some label set.
+    pub fn labeled(&self) -> i64 {
+        self.total - self.unlabeled
+    }
+}
+
+#[inline]
+fn as_i64(bytes: usize) -> i64 {
+    i64::try_from(bytes).unwrap_or(i64::MAX)
+}
+
+impl ExternalCounters {
+    /// Disabled counters, all zero.
+    pub const fn new() -> Self {
+        ExternalCounters {
+            enabled: AtomicBool::new(false),
+            total: AtomicI64::new(0),
+            unlabeled: AtomicI64::new(0),
+            blocks: AtomicI64::new(0),
+        }
+    }
+
+    /// Starts or stops charging *new* allocations. Blocks already charged keep being subtracted when
+    /// they are freed, whatever this flag says, so the counters stay balanced.
+    pub fn set_enabled(&self, enabled: bool) {
+        self.enabled.store(enabled, Ordering::Release);
+    }
+
+    /// Whether new allocations should be charged: one Acquire load, the fast path of the allocator
+    /// wrapper when accounting is off.
+    ///
+    /// Runs on V8's ArrayBuffer allocation path: no allocation, no lock.
+    #[inline]
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+
+    /// Charges a new block of `bytes` to `labels` (or to the unlabeled bucket). The caller decided
+    /// to charge it (normally because [`is_enabled`](Self::is_enabled)) and must remember the label
+    /// word in the block so that the free is attributed the same way.
+    ///
+    /// Runs on V8's ArrayBuffer allocation path (isolate thread): relaxed atomic adds only, no
+    /// allocation, no lock.
+    #[inline]
+    pub fn on_alloc(&self, labels: Option<&LabelSet>, bytes: usize) {
+        let bytes = as_i64(bytes);
+        match labels {
+            Some(set) => set.add_external(bytes),
+            None => {
+                self.unlabeled.fetch_add(bytes, Ordering::Relaxed);
+            }
+        }
+        self.total.fetch_add(bytes, Ordering::Relaxed);
+        self.blocks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Gives back a block charged by [`on_alloc`](Self::on_alloc) with the same `labels` and `bytes`.
+    ///
+    /// Runs on any thread, usually V8's ArrayBuffer sweeper threads: relaxed atomic subtractions only,
+    /// no allocation, no lock, no V8 handle.
+    #[inline]
+    pub fn on_free(&self, labels: Option<&LabelSet>, bytes: usize) {
+        let bytes = as_i64(bytes);
+        match labels {
+            Some(set) => set.add_external(-bytes),
+            None => {
+                self.unlabeled.fetch_sub(bytes, Ordering::Relaxed);
+            }
+        }
+        self.total.fetch_sub(bytes, Ordering::Relaxed);
+        self.blocks.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Current values (see [`ExternalSnapshot`] for the consistency caveat).
+    pub fn snapshot(&self) -> ExternalSnapshot {
+        ExternalSnapshot {
+            enabled: self.is_enabled(),
+            total: self.total.load(Ordering::Relaxed),
+            unlabeled: self.unlabeled.load(Ordering::Relaxed),
+            blocks: self.blocks.load(Ordering::Relaxed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labels::LabelRegistry;
+    use std::sync::Arc;
+
+    #[test]
+    fn enable_flag_is_independent_of_counting() {
+        static COUNTERS: ExternalCounters = ExternalCounters::new();
+        assert!(!COUNTERS.is_enabled());
+        COUNTERS.set_enabled(true);
+        assert!(COUNTERS.is_enabled());
+        COUNTERS.on_alloc(None, 100);
+        COUNTERS.set_enabled(false);
+        COUNTERS.on_free(None, 100);
+        assert_eq!(
+            COUNTERS.snapshot(),
+            ExternalSnapshot {
+                enabled: false,
+                total: 0,
+                unlabeled: 0,
+                blocks: 0
+            }
+        );
+    }
+
+    #[test]
+    fn alloc_and_free_are_attributed_to_the_set() {
+        let reg = LabelRegistry::new(10);
+        let a = reg.intern(vec![("k".into(), "a".into())]).unwrap();
+        let b = reg.intern(vec![("k".into(), "b".into())]).unwrap();
+        let c = ExternalCounters::new();
+        c.on_alloc(Some(&a), 1000);
+        c.on_alloc(Some(&a), 24);
+        c.on_alloc(Some(&b), 5);
+        c.on_alloc(None, 7);
+        let s = c.snapshot();
+        assert_eq!((s.total, s.unlabeled, s.labeled(), s.blocks), (1036, 7, 1029, 4));
+        assert_eq!(a.external_bytes(), 1024);
+        assert_eq!(b.external_bytes(), 5);
+        c.on_free(Some(&a), 1000);
+        assert_eq!(a.external_bytes(), 24);
+        assert_eq!(c.snapshot().total, 36);
+    }
+
+    #[test]
+    fn multithreaded_alloc_free_balances_to_zero() {
+        let reg = LabelRegistry::new(10);
+        let sets: Vec<_> = (0..3)
+            .map(|i| reg.intern(vec![("k".into(), i.to_string())]).unwrap())
+            .collect();
+        let counters = Arc::new(ExternalCounters::new());
+        // Allocate on "the isolate thread", free on several "sweeper threads".
+        let mut blocks = Vec::new();
+        for i in 0..30_000usize {
+            let set = (i % 4 < 3).then(|| Arc::clone(&sets[i % 4]));
+            let bytes = 16 + i % 4096;
+            counters.on_alloc(set.as_deref(), bytes);
+            blocks.push((set, bytes));
+        }
+        assert!(counters.snapshot().total > 0);
+        let chunks: Vec<Vec<_>> = blocks.chunks(7_500).map(|c| c.to_vec()).collect();
+        let handles: Vec<_> = chunks
+            .into_iter()
+            .map(|chunk| {
+                let counters = Arc::clone(&counters);
+                std::thread::spawn(move || {
+                    for (set, bytes) in chunk {
+                        counters.on_free(set.as_deref(), bytes);
+                    }
+                })
+            })
+            .collect();
+        // Meanwhile keep allocating and freeing on this thread.
+        for i in 0..10_000usize {
+            counters.on_alloc(Some(&sets[0]), i);
+            counters.on_free(Some(&sets[0]), i);
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+        let s = counters.snapshot();
+        assert_eq!((s.total, s.unlabeled, s.blocks), (0, 0, 0));
+        for set in &sets {
+            assert_eq!(set.external_bytes(), 0);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Chrome DevTools `.heapprofile` output (CDP `HeapProfiler.SamplingHeapProfile`).

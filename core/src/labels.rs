@@ -1,0 +1,744 @@
+//! Label sets and the per-isolate registry that interns them.
+//!
+//! A [`LabelSet`] is an immutable list of `(key, value)` string pairs sorted by key, with unique keys,
+//! plus an atomic counter of the external (ArrayBuffer) bytes charged to it. The [`LabelRegistry`]
+//! makes equal sets the same `Arc<LabelSet>` and gives each a compact id that is never reused.
+//!
+//! Across the V8 boundary a set travels as an opaque *word*: `Arc::into_raw(set) as usize`. Every word
+//! owns one strong reference. The word helpers ([`LabelSet::into_word`], [`LabelSet::retain_word`],
+//! [`LabelSet::release_word`], ...) are the only code here that runs inside V8 (allocation path, GC weak
+//! callbacks, ArrayBuffer sweeper threads): they are a single atomic operation each and never allocate
+//! or lock.
+
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use dashmap::DashMap;
+
+use crate::error::{LabelError, Result};
+
+/// Most pairs in one label set.
+pub const MAX_LABELS: usize = 32;
+/// Longest key, in bytes of UTF-8. Keys must also be non-empty.
+pub const MAX_KEY_BYTES: usize = 128;
+/// Longest value, in bytes of UTF-8. Values may be empty.
+pub const MAX_VALUE_BYTES: usize = 1024;
+/// Default cap on distinct label sets per registry (`maxLabelSets`).
+pub const DEFAULT_MAX_SETS: usize = 10_000;
+/// Key of the single pair of the overflow set.
+pub const OVERFLOW_KEY: &str = "heap_labels.overflow";
+/// Value of the single pair of the overflow set.
+pub const OVERFLOW_VALUE: &str = "true";
+/// Id of every registry's overflow set; interned sets are numbered from 1.
+pub const OVERFLOW_ID: u32 = 0;
+
+/// One interned set of labels. Obtain it from [`LabelRegistry::intern`]; compare sets by identity
+/// (`Arc::ptr_eq`) or by [`id`](Self::id), which is equivalent within one registry.
+pub struct LabelSet {
+    id: u32,
+    overflow: bool,
+    external: AtomicI64,
+    pairs: Box<[(Box<str>, Box<str>)]>,
+}
+
+impl LabelSet {
+    fn new(id: u32, overflow: bool, pairs: Vec<(String, String)>) -> Self {
+        let pairs = pairs
+            .into_iter()
+            .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
+            .collect();
+        LabelSet {
+            id,
+            overflow,
+            external: AtomicI64::new(0),
+            pairs,
+        }
+    }
+
+    /// Compact id, unique within the registry that made this set and never reused by it.
+    /// The overflow set has id [`OVERFLOW_ID`].
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// The pairs, sorted by key; keys are unique.
+    pub fn pairs(&self) -> &[(Box<str>, Box<str>)] {
+        &self.pairs
+    }
+
+    /// The value of `key`, if the set has it (binary search).
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .ok()
+            .map(|i| &*self.pairs[i].1)
+    }
+
+    /// Whether this is the registry's overflow set (handed out once `maxLabelSets` is reached).
+    pub fn is_overflow(&self) -> bool {
+        self.overflow
+    }
+
+    /// External (ArrayBuffer) bytes currently charged to this set. Relaxed load: a racy but
+    /// torn-free snapshot.
+    pub fn external_bytes(&self) -> i64 {
+        self.external.load(Ordering::Relaxed)
+    }
+
+    /// Adds `delta` (negative on free) to [`external_bytes`](Self::external_bytes).
+    ///
+    /// Runs on V8's ArrayBuffer allocation path and on sweeper threads: one relaxed atomic add,
+    /// no allocation, no lock.
+    #[inline]
+    pub fn add_external(&self, delta: i64) {
+        self.external.fetch_add(delta, Ordering::Relaxed);
+    }
+
+    /// Turns one strong reference into a word for the V8 boundary. The word owns that reference
+    /// until it is given back to [`release_word`](Self::release_word) or [`from_word`](Self::from_word).
+    /// A word is never 0, so 0 can stand for "no labels".
+    pub fn into_word(this: Arc<Self>) -> usize {
+        Arc::into_raw(this) as usize
+    }
+
+    /// The word of `this` *without* transferring a reference (e.g. to store in a holder's aligned
+    /// pointer field after [`retain_word`](Self::retain_word), or to compare with a word).
+    pub fn as_word(this: &Arc<Self>) -> usize {
+        Arc::as_ptr(this) as usize
+    }
+
+    /// Adds one strong reference to the set behind `word` (the new reference is owned by whoever
+    /// now holds a copy of the word).
+    ///
+    /// Runs inside V8's `SampleObject` (allocation path, GC forbidden): one atomic increment, no
+    /// allocation, no lock.
+    ///
+    /// # Safety
+    /// `word` must come from [`into_word`](Self::into_word) or [`as_word`](Self::as_word) of a set
+    /// that is still alive (at least one reference is held for the duration of the call).
+    #[inline]
+    pub unsafe fn retain_word(word: usize) {
+        // SAFETY: the caller guarantees that `word` is `Arc::as_ptr`/`into_raw` of a live
+        // `Arc<LabelSet>`, which is exactly the precondition of `increment_strong_count`.
+        unsafe { Arc::increment_strong_count(word as *const LabelSet) }
+    }
+
+    /// Gives back the strong reference owned by `word`.
+    ///
+    /// Runs from V8's GC weak callbacks, at profiler stop, and on ArrayBuffer sweeper threads:
+    /// one atomic decrement, no lock. It frees the set (a plain heap free, no lock of ours) only
+    /// when this was the last reference, which can happen only after [`LabelRegistry::prune`] or
+    /// registry drop released the registry's own reference.
+    ///
+    /// # Safety
+    /// `word` must own a reference (from [`into_word`](Self::into_word) or a matching
+    /// [`retain_word`](Self::retain_word)) that has not been released yet; the word must not be
+    /// used again by this owner afterwards.
+    #[inline]
+    pub unsafe fn release_word(word: usize) {
+        // SAFETY: the caller guarantees that `word` owns one strong reference of a live
+        // `Arc<LabelSet>`; decrementing gives exactly that reference back.
+        unsafe { Arc::decrement_strong_count(word as *const LabelSet) }
+    }
+
+    /// Borrows the set behind `word` without touching the reference count.
+    ///
+    /// Safe to call on any thread and inside V8 callbacks: no allocation, no lock, no atomic write.
+    ///
+    /// # Safety
+    /// `word` must be the word of a live set and a reference must be held for all of `'a`.
+    #[inline]
+    pub unsafe fn word_as_ref<'a>(word: usize) -> &'a LabelSet {
+        // SAFETY: the caller guarantees that `word` points to a live `LabelSet` inside an `Arc`
+        // allocation that stays alive for `'a`; `LabelSet` is only mutated through atomics.
+        unsafe { &*(word as *const LabelSet) }
+    }
+
+    /// A new `Arc` for the set behind `word`; the word keeps its own reference.
+    ///
+    /// One atomic increment, no allocation, no lock.
+    ///
+    /// # Safety
+    /// Same as [`retain_word`](Self::retain_word).
+    #[inline]
+    pub unsafe fn clone_from_word(word: usize) -> Arc<LabelSet> {
+        // SAFETY: `word` is a live `Arc<LabelSet>` pointer (caller's guarantee). We first add a
+        // reference, then `from_raw` adopts exactly that new reference, so the word's own
+        // reference is untouched.
+        unsafe {
+            Arc::increment_strong_count(word as *const LabelSet);
+            Arc::from_raw(word as *const LabelSet)
+        }
+    }
+
+    /// Turns a word back into the `Arc` it owns (consumes the word's reference).
+    ///
+    /// No allocation, no lock, no atomic operation.
+    ///
+    /// # Safety
+    /// Same as [`release_word`](Self::release_word).
+    #[inline]
+    pub unsafe fn from_word(word: usize) -> Arc<LabelSet> {
+        // SAFETY: the caller guarantees that `word` owns one reference from `Arc::into_raw` (or a
+        // matching increment); `from_raw` adopts it.
+        unsafe { Arc::from_raw(word as *const LabelSet) }
+    }
+
+    fn same_pairs(&self, pairs: &[(String, String)]) -> bool {
+        self.pairs.len() == pairs.len()
+            && self
+                .pairs
+                .iter()
+                .zip(pairs)
+                .all(|((k, v), (k2, v2))| **k == **k2 && **v == **v2)
+    }
+}
+
+impl fmt::Debug for LabelSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LabelSet")
+            .field("id", &self.id)
+            .field("pairs", &self.pairs)
+            .field("overflow", &self.overflow)
+            .field("external_bytes", &self.external_bytes())
+            .finish()
+    }
+}
+
+/// `{key="value", other="x"}`
+impl fmt::Display for LabelSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("{")?;
+        for (i, (k, v)) in self.pairs.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{k}={v:?}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+/// Hasher for keys that already are hashes (content hashes) or small ids: no second SipHash on the
+/// lookup path. Ids are spread with a Fibonacci multiply so that DashMap, which picks shards by the
+/// high bits, does not put every sequential id into one shard.
+#[derive(Default)]
+struct PrehashedHasher(u64);
+
+impl Hasher for PrehashedHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        // Not used by the two key types (u64, u32); kept correct anyway.
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type Prehashed = BuildHasherDefault<PrehashedHasher>;
+
+/// Interns label sets for one isolate. Thread-safe; `intern` hits take only a shard read lock.
+///
+/// The registry holds one strong reference to every interned set. [`prune`](Self::prune) drops the
+/// sets that nobody else references and that hold no external bytes; call it only on the isolate
+/// thread at read/intern time, never from a V8 callback.
+pub struct LabelRegistry {
+    /// Content hash -> sets with that hash (almost always exactly one).
+    by_hash: DashMap<u64, Vec<Arc<LabelSet>>, Prehashed>,
+    /// Id -> content hash, to find a set by id.
+    by_id: DashMap<u32, u64, Prehashed>,
+    hasher: RandomState,
+    len: AtomicUsize,
+    max_sets: AtomicUsize,
+    next_id: AtomicU32,
+    overflow: Arc<LabelSet>,
+}
+
+impl LabelRegistry {
+    /// A registry that interns at most `max_sets` distinct sets; past that, [`intern`](Self::intern)
+    /// returns the overflow set.
+    pub fn new(max_sets: usize) -> Self {
+        let overflow = LabelSet::new(
+            OVERFLOW_ID,
+            true,
+            vec![(OVERFLOW_KEY.to_owned(), OVERFLOW_VALUE.to_owned())],
+        );
+        LabelRegistry {
+            by_hash: DashMap::with_hasher(Prehashed::default()),
+            by_id: DashMap::with_hasher(Prehashed::default()),
+            hasher: RandomState::new(),
+            len: AtomicUsize::new(0),
+            max_sets: AtomicUsize::new(max_sets),
+            next_id: AtomicU32::new(OVERFLOW_ID + 1),
+            overflow: Arc::new(overflow),
+        }
+    }
+
+    /// Changes the cap. Lowering it below [`len`](Self::len) keeps the existing sets; new distinct
+    /// sets overflow until pruning brings the count under the cap.
+    pub fn set_max_sets(&self, max_sets: usize) {
+        self.max_sets.store(max_sets, Ordering::Relaxed);
+    }
+
+    /// The current cap on distinct sets.
+    pub fn max_sets(&self) -> usize {
+        self.max_sets.load(Ordering::Relaxed)
+    }
+
+    /// Validates `pairs` (any order), sorts them by key and returns the one set equal to them.
+    ///
+    /// Limits: at most [`MAX_LABELS`] pairs, keys 1..=[`MAX_KEY_BYTES`] bytes, values
+    /// 0..=[`MAX_VALUE_BYTES`] bytes, keys unique. When the set is new and the registry already
+    /// holds `max_sets` sets, the overflow set is returned instead (not an error).
+    ///
+    /// The hit path sorts in place and compares against the stored set by borrowed strings: it
+    /// allocates nothing beyond the caller's `pairs`.
+    pub fn intern(&self, mut pairs: Vec<(String, String)>) -> Result<Arc<LabelSet>> {
+        validate_and_sort(&mut pairs)?;
+        let hash = self.hash_pairs(&pairs);
+
+        if let Some(bucket) = self.by_hash.get(&hash) {
+            if let Some(set) = bucket.iter().find(|s| s.same_pairs(&pairs)) {
+                return Ok(Arc::clone(set));
+            }
+        }
+
+        // Miss: take the shard's write lock and look again (another thread may have won the race).
+        let mut bucket = self.by_hash.entry(hash).or_default();
+        if let Some(set) = bucket.iter().find(|s| s.same_pairs(&pairs)) {
+            return Ok(Arc::clone(set));
+        }
+        let Some(id) = self.reserve_slot() else {
+            let empty = bucket.is_empty();
+            drop(bucket);
+            if empty {
+                self.by_hash.remove_if(&hash, |_, b| b.is_empty());
+            }
+            return Ok(self.overflow());
+        };
+        let set = Arc::new(LabelSet::new(id, false, pairs));
+        bucket.push(Arc::clone(&set));
+        drop(bucket);
+        self.by_id.insert(id, hash);
+        Ok(set)
+    }
+
+    /// Reserves room for one more set and its id; `None` when the cap is reached or ids ran out.
+    fn reserve_slot(&self) -> Option<u32> {
+        let max = self.max_sets.load(Ordering::Relaxed);
+        self.len
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .ok()?;
+        match self
+            .next_id
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| id.checked_add(1))
+        {
+            Ok(id) => Some(id),
+            Err(_) => {
+                self.len.fetch_sub(1, Ordering::AcqRel);
+                None
+            }
+        }
+    }
+
+    fn hash_pairs(&self, pairs: &[(String, String)]) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        pairs.len().hash(&mut h);
+        for (k, v) in pairs {
+            k.as_str().hash(&mut h);
+            v.as_str().hash(&mut h);
+        }
+        h.finish()
+    }
+
+    /// The set with this id, if it is still interned (or the overflow set for [`OVERFLOW_ID`]).
+    pub fn by_id(&self, id: u32) -> Option<Arc<LabelSet>> {
+        if id == OVERFLOW_ID {
+            return Some(self.overflow());
+        }
+        let hash = *self.by_id.get(&id)?;
+        let bucket = self.by_hash.get(&hash)?;
+        bucket.iter().find(|s| s.id == id).cloned()
+    }
+
+    /// Number of distinct interned sets, not counting the overflow set.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// Whether no set is interned (the overflow set does not count).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The registry's overflow set: pairs `[("heap_labels.overflow", "true")]`.
+    pub fn overflow(&self) -> Arc<LabelSet> {
+        Arc::clone(&self.overflow)
+    }
+
+    /// Drops the sets that only the registry references and that hold no external bytes; returns
+    /// how many. Their ids are not reused; interning equal pairs later makes a new set.
+    ///
+    /// Isolate thread only, at read/intern time (never from a V8 callback). Concurrent `intern`
+    /// calls are safe: the reference count is checked under the shard's write lock, and every other
+    /// way to get a new reference (a word, a clone) already owns one.
+    pub fn prune(&self) -> usize {
+        let mut removed = Vec::new();
+        self.by_hash.retain(|_, bucket| {
+            bucket.retain(|set| {
+                let unused = Arc::strong_count(set) == 1 && set.external_bytes() == 0;
+                if unused {
+                    removed.push(set.id);
+                }
+                !unused
+            });
+            !bucket.is_empty()
+        });
+        for id in &removed {
+            self.by_id.remove(id);
+        }
+        self.len.fetch_sub(removed.len(), Ordering::AcqRel);
+        removed.len()
+    }
+
+    /// Every interned set (not the overflow set), ordered by id.
+    pub fn live_sets(&self) -> Vec<Arc<LabelSet>> {
+        let mut sets: Vec<_> = self
+            .by_hash
+            .iter()
+            .flat_map(|bucket| bucket.value().clone())
+            .collect();
+        sets.sort_unstable_by_key(|s| s.id);
+        sets
+    }
+
+    /// The sets (overflow included, first) that currently hold non-zero external bytes, with those
+    /// bytes: the `external` list of a [`Profile`](crate::Profile).
+    pub fn external_by_set(&self) -> Vec<(Arc<LabelSet>, i64)> {
+        std::iter::once(self.overflow())
+            .chain(self.live_sets())
+            .filter_map(|s| {
+                let bytes = s.external_bytes();
+                (bytes != 0).then_some((s, bytes))
+            })
+            .collect()
+    }
+}
+
+impl Default for LabelRegistry {
+    fn default() -> Self {
+        LabelRegistry::new(DEFAULT_MAX_SETS)
+    }
+}
+
+impl fmt::Debug for LabelRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LabelRegistry")
+            .field("len", &self.len())
+            .field("max_sets", &self.max_sets())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Checks the limits, then sorts by key and rejects duplicate keys.
+fn validate_and_sort(pairs: &mut [(String, String)]) -> Result<()> {
+    if pairs.len() > MAX_LABELS {
+        return Err(LabelError::TooManyLabels {
+            count: pairs.len(),
+            max: MAX_LABELS,
+        });
+    }
+    for (key, value) in pairs.iter() {
+        if key.is_empty() {
+            return Err(LabelError::EmptyKey);
+        }
+        if key.len() > MAX_KEY_BYTES {
+            return Err(LabelError::KeyTooLong {
+                key: preview(key, MAX_KEY_BYTES),
+                len: key.len(),
+                max: MAX_KEY_BYTES,
+            });
+        }
+        if value.len() > MAX_VALUE_BYTES {
+            return Err(LabelError::ValueTooLong {
+                key: key.clone(),
+                len: value.len(),
+                max: MAX_VALUE_BYTES,
+            });
+        }
+    }
+    pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    if let Some(w) = pairs.windows(2).find(|w| w[0].0 == w[1].0) {
+        return Err(LabelError::DuplicateKey {
+            key: w[0].0.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// `s` cut to at most `max` bytes on a char boundary, with `...` appended when cut.
+fn preview(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_owned();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Barrier;
+
+    fn p(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn equal_sets_in_any_order_are_one_arc() {
+        let reg = LabelRegistry::new(100);
+        let a = reg.intern(p(&[("route", "/a"), ("tenant", "x")])).unwrap();
+        let b = reg.intern(p(&[("tenant", "x"), ("route", "/a")])).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(a.pairs()[0].0.as_ref(), "route");
+        assert_eq!(a.pairs()[1].0.as_ref(), "tenant");
+        assert_eq!(a.get("tenant"), Some("x"));
+        assert_eq!(a.get("missing"), None);
+        let c = reg.intern(p(&[("route", "/a"), ("tenant", "y")])).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        assert_ne!(a.id(), c.id());
+        assert_eq!(reg.len(), 2);
+        assert!(!a.is_overflow());
+        assert_eq!(a.to_string(), r#"{route="/a", tenant="x"}"#);
+    }
+
+    #[test]
+    fn empty_set_is_a_set() {
+        let reg = LabelRegistry::new(10);
+        let a = reg.intern(vec![]).unwrap();
+        let b = reg.intern(vec![]).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert!(a.pairs().is_empty());
+    }
+
+    #[test]
+    fn limits_are_enforced_and_name_the_key() {
+        let reg = LabelRegistry::new(10);
+        let many: Vec<_> = (0..=MAX_LABELS)
+            .map(|i| (format!("k{i}"), String::new()))
+            .collect();
+        assert_eq!(
+            reg.intern(many).unwrap_err(),
+            LabelError::TooManyLabels { count: 33, max: 32 }
+        );
+        let exactly: Vec<_> = (0..MAX_LABELS)
+            .map(|i| (format!("k{i}"), String::new()))
+            .collect();
+        assert_eq!(reg.intern(exactly).unwrap().pairs().len(), 32);
+
+        assert_eq!(
+            reg.intern(p(&[("", "v")])).unwrap_err(),
+            LabelError::EmptyKey
+        );
+
+        let long_key = "é".repeat(65); // 130 bytes
+        let err = reg.intern(vec![(long_key, "v".into())]).unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, LabelError::KeyTooLong { len: 130, max: 128, .. }));
+        assert!(msg.contains("ééé") && msg.contains("130") && msg.contains("128"), "{msg}");
+        reg.intern(vec![("k".repeat(128), String::new())]).unwrap();
+
+        let err = reg
+            .intern(vec![("big".into(), "x".repeat(1025))])
+            .unwrap_err();
+        assert_eq!(
+            err,
+            LabelError::ValueTooLong {
+                key: "big".into(),
+                len: 1025,
+                max: 1024
+            }
+        );
+        assert!(err.to_string().contains("\"big\""));
+        reg.intern(vec![("big".into(), "x".repeat(1024))]).unwrap();
+
+        let err = reg
+            .intern(p(&[("a", "1"), ("dup", "1"), ("dup", "2")]))
+            .unwrap_err();
+        assert_eq!(err, LabelError::DuplicateKey { key: "dup".into() });
+        assert!(err.to_string().contains("\"dup\""));
+    }
+
+    #[test]
+    fn overflow_past_max_sets() {
+        let reg = LabelRegistry::new(2);
+        let a = reg.intern(p(&[("k", "1")])).unwrap();
+        let _b = reg.intern(p(&[("k", "2")])).unwrap();
+        let c = reg.intern(p(&[("k", "3")])).unwrap();
+        assert!(c.is_overflow());
+        assert_eq!(c.id(), OVERFLOW_ID);
+        assert_eq!(c.get(OVERFLOW_KEY), Some("true"));
+        assert!(Arc::ptr_eq(&c, &reg.overflow()));
+        // Existing sets are still found past the cap.
+        assert!(Arc::ptr_eq(&a, &reg.intern(p(&[("k", "1")])).unwrap()));
+        assert_eq!(reg.len(), 2);
+        assert_eq!(reg.live_sets().len(), 2);
+
+        reg.set_max_sets(3);
+        let d = reg.intern(p(&[("k", "3")])).unwrap();
+        assert!(!d.is_overflow());
+        assert_eq!(reg.len(), 3);
+    }
+
+    #[test]
+    fn prune_drops_only_unreferenced_sets_without_external_bytes() {
+        let reg = LabelRegistry::new(10);
+        let held = reg.intern(p(&[("k", "held")])).unwrap();
+        let ext = reg.intern(p(&[("k", "ext")])).unwrap();
+        ext.add_external(4096);
+        let word = LabelSet::into_word(reg.intern(p(&[("k", "word")])).unwrap());
+        let gone = reg.intern(p(&[("k", "gone")])).unwrap();
+        let gone_id = gone.id();
+        drop(gone);
+        drop(ext);
+
+        assert_eq!(reg.prune(), 1);
+        assert_eq!(reg.len(), 3);
+        assert!(reg.by_id(gone_id).is_none());
+        assert_eq!(reg.by_id(held.id()).unwrap().get("k"), Some("held"));
+
+        // A pruned set comes back as a new set with a new id.
+        let again = reg.intern(p(&[("k", "gone")])).unwrap();
+        assert_ne!(again.id(), gone_id);
+        drop(again);
+
+        // Releasing the word and the external bytes makes those prunable too.
+        // SAFETY: `word` came from `into_word` above and is released exactly once.
+        unsafe { LabelSet::release_word(word) };
+        let ext = reg.live_sets().into_iter().find(|s| s.get("k") == Some("ext"));
+        ext.unwrap().add_external(-4096);
+        assert_eq!(reg.prune(), 3); // word, ext, again
+        assert_eq!(reg.len(), 1);
+        assert_eq!(reg.live_sets()[0].id(), held.id());
+    }
+
+    #[test]
+    fn word_retain_release_and_clone_move_the_refcount() {
+        let reg = LabelRegistry::new(10);
+        let set = reg.intern(p(&[("k", "v")])).unwrap();
+        assert_eq!(Arc::strong_count(&set), 2); // registry + `set`
+
+        let word = LabelSet::into_word(Arc::clone(&set));
+        assert_eq!(word, LabelSet::as_word(&set));
+        assert_eq!(Arc::strong_count(&set), 3);
+        // SAFETY: `word` owns a reference for the whole block; every retain is matched by a release.
+        unsafe {
+            LabelSet::retain_word(word);
+            assert_eq!(Arc::strong_count(&set), 4);
+            assert_eq!(LabelSet::word_as_ref(word).get("k"), Some("v"));
+            let cloned = LabelSet::clone_from_word(word);
+            assert!(Arc::ptr_eq(&cloned, &set));
+            assert_eq!(Arc::strong_count(&set), 5);
+            drop(cloned);
+            LabelSet::release_word(word);
+            assert_eq!(Arc::strong_count(&set), 3);
+            let back = LabelSet::from_word(word);
+            assert_eq!(Arc::strong_count(&set), 3);
+            drop(back);
+        }
+        assert_eq!(Arc::strong_count(&set), 2);
+    }
+
+    #[test]
+    fn concurrent_interning_yields_one_set() {
+        let reg = Arc::new(LabelRegistry::new(1000));
+        let barrier = Arc::new(Barrier::new(8));
+        let handles: Vec<_> = (0..8)
+            .map(|t| {
+                let reg = Arc::clone(&reg);
+                let barrier = Arc::clone(&barrier);
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    let mut words = Vec::new();
+                    for i in 0..200 {
+                        // Different order per thread; same content.
+                        let mut pairs = p(&[("route", "/shared"), ("n", &(i % 50).to_string())]);
+                        if t % 2 == 0 {
+                            pairs.reverse();
+                        }
+                        words.push(LabelSet::into_word(reg.intern(pairs).unwrap()));
+                    }
+                    words
+                })
+            })
+            .collect();
+        let all: Vec<Vec<usize>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+        assert_eq!(reg.len(), 50);
+        for words in &all[1..] {
+            assert_eq!(words, &all[0], "every thread got the same sets in the same order");
+        }
+        let ids: std::collections::HashSet<u32> = reg.live_sets().iter().map(|s| s.id()).collect();
+        assert_eq!(ids.len(), 50);
+        for words in all {
+            for w in words {
+                // SAFETY: each word owns the reference `into_word` gave it; released once here.
+                unsafe { LabelSet::release_word(w) };
+            }
+        }
+        assert_eq!(reg.prune(), 50);
+    }
+
+    #[test]
+    fn concurrent_misses_respect_the_cap() {
+        let reg = Arc::new(LabelRegistry::new(100));
+        let handles: Vec<_> = (0..4)
+            .map(|t| {
+                let reg = Arc::clone(&reg);
+                std::thread::spawn(move || {
+                    (0..100)
+                        .filter(|i| {
+                            let v = format!("{t}-{i}");
+                            reg.intern(vec![("k".into(), v)]).unwrap().is_overflow()
+                        })
+                        .count()
+                })
+            })
+            .collect();
+        let overflowed: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
+        assert_eq!(reg.len(), 100);
+        assert_eq!(overflowed, 300);
+    }
+
+    #[test]
+    fn external_by_set_lists_nonzero_sets_including_overflow() {
+        let reg = LabelRegistry::new(1);
+        let a = reg.intern(p(&[("k", "a")])).unwrap();
+        let o = reg.intern(p(&[("k", "b")])).unwrap();
+        assert!(o.is_overflow());
+        a.add_external(10);
+        o.add_external(7);
+        let ext = reg.external_by_set();
+        assert_eq!(ext.len(), 2);
+        assert!(ext[0].0.is_overflow() && ext[0].1 == 7);
+        assert!(Arc::ptr_eq(&ext[1].0, &a) && ext[1].1 == 10);
+    }
+}

@@ -1,0 +1,30 @@
+//! `heap-labels-core`: the pure-Rust part of heap-labels (label-aware heap profiling for Node.js).
+//!
+//! Nothing here knows about V8 or N-API. The crate provides:
+//!
+//! - [`labels`]: [`LabelSet`] and the per-isolate [`LabelRegistry`] that interns them, plus the
+//!   word helpers that carry a set across the V8 boundary as one strong reference;
+//! - [`external`]: [`ExternalCounters`], lock-free accounting of ArrayBuffer bytes per label set;
+//! - [`profile`]: the heap [`Profile`] model, V8's sample scaling ([`Profile::estimate`]) and
+//!   aggregation by label ([`Profile::by_label`]);
+//! - [`pprof`]: gzip-compressed `profile.proto` output ([`pprof::encode`]);
+//! - [`heapprofile`]: Chrome DevTools `.heapprofile` JSON ([`heapprofile::to_string`]).
+//!
+//! See `docs/architecture.md` for how the addon uses it.
+
+pub mod error;
+pub mod external;
+pub mod heapprofile;
+pub mod labels;
+pub mod pprof;
+pub mod profile;
+
+pub use error::{LabelError, Result};
+pub use external::{ExternalCounters, ExternalSnapshot};
+pub use labels::{
+    LabelRegistry, LabelSet, DEFAULT_MAX_SETS, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES,
+    OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE,
+};
+pub use profile::{
+    CallFrame, GroupLabels, LabelGroup, NodeIndex, Profile, ProfileNode, Sample,
+};

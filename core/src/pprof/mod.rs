@@ -1,0 +1,3 @@
+//! pprof output: gzip-compressed `profile.proto`.
+
+pub mod proto;
