@@ -1,0 +1,28 @@
+// The isolate's sampling heap profiler: start, stop, and copying
+// v8::AllocationProfile into the bridge's plain structs.
+
+#ifndef HEAP_LABELS_SAMPLING_H_
+#define HEAP_LABELS_SAMPLING_H_
+
+#include <v8.h>
+
+namespace heap_labels {
+
+struct RawProfile;    // shared struct, defined by the cxx bridge
+struct StartOptions;  // shared struct, defined by the cxx bridge
+
+// Starts the sampling heap profiler of `isolate`. Returns false when one is
+// already running (another session, the inspector, or --heap-prof): V8 keeps
+// a single sampling heap profiler per isolate.
+bool StartSamplingHeapProfiler(v8::Isolate* isolate,
+                               const StartOptions& options);
+
+void StopSamplingHeapProfiler(v8::Isolate* isolate);
+
+// Copies the current allocation profile: nodes in pre-order with parent
+// indices, then the samples. Returns false when no profiler is running.
+bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out);
+
+}  // namespace heap_labels
+
+#endif  // HEAP_LABELS_SAMPLING_H_

@@ -1,0 +1,107 @@
+#include "heap_labels/sampling.h"
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include <v8-profiler.h>
+
+#include "heap-labels/src/bridge.rs.h"
+
+namespace heap_labels {
+
+namespace {
+
+constexpr uint32_t kNoParent = std::numeric_limits<uint32_t>::max();
+
+rust::String ToRustString(v8::Isolate* isolate, v8::Local<v8::String> text) {
+  if (text.IsEmpty()) return rust::String();
+  v8::String::Utf8Value utf8(isolate, text);
+  if (*utf8 == nullptr) return rust::String();
+  return rust::String::lossy(*utf8, utf8.length());
+}
+
+RawNode CopyNode(v8::Isolate* isolate, const v8::AllocationProfile::Node& node,
+                 uint32_t parent) {
+  RawNode raw;
+  raw.parent = parent;
+  raw.node_id = node.node_id;
+  raw.function_name = ToRustString(isolate, node.name);
+  raw.script_name = ToRustString(isolate, node.script_name);
+  raw.script_id = node.script_id;
+  raw.line_number = node.line_number;
+  raw.column_number = node.column_number;
+  return raw;
+}
+
+// Pre-order walk with an explicit stack: profiles can be deep (stackDepth up
+// to 1024), so no recursion.
+void CopyNodes(v8::Isolate* isolate, v8::AllocationProfile::Node* root,
+               rust::Vec<RawNode>* out) {
+  std::vector<std::pair<v8::AllocationProfile::Node*, uint32_t>> stack;
+  stack.emplace_back(root, kNoParent);
+  while (!stack.empty()) {
+    auto [node, parent] = stack.back();
+    stack.pop_back();
+    uint32_t index = static_cast<uint32_t>(out->size());
+    out->push_back(CopyNode(isolate, *node, parent));
+    // Push children in reverse so that they are emitted in V8's order.
+    for (auto it = node->children.rbegin(); it != node->children.rend();
+         ++it) {
+      stack.emplace_back(*it, index);
+    }
+  }
+}
+
+void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out) {
+  const std::vector<v8::AllocationProfile::Sample>& samples =
+      profile.GetSamples();
+  out->reserve(samples.size());
+  for (const v8::AllocationProfile::Sample& sample : samples) {
+    RawSample raw;
+    raw.node_id = sample.node_id;
+    raw.size = sample.size;
+    raw.count = sample.count;
+    raw.sample_id = sample.sample_id;
+    // SEAM (patched runtime): the patched GetAllocationProfile hands back
+    // each sample's label word aligned with GetSamples(); 0 on stock.
+    raw.label_word = 0;
+    out->push_back(raw);
+  }
+}
+
+}  // namespace
+
+bool StartSamplingHeapProfiler(v8::Isolate* isolate,
+                               const StartOptions& options) {
+  int flags = v8::HeapProfiler::kSamplingNoFlags;
+  if (options.include_major_gc) {
+    flags |= v8::HeapProfiler::kSamplingIncludeObjectsCollectedByMajorGC;
+  }
+  if (options.include_minor_gc) {
+    flags |= v8::HeapProfiler::kSamplingIncludeObjectsCollectedByMinorGC;
+  }
+  return isolate->GetHeapProfiler()->StartSamplingHeapProfiler(
+      options.sample_interval, options.stack_depth,
+      static_cast<v8::HeapProfiler::SamplingFlags>(flags));
+}
+
+void StopSamplingHeapProfiler(v8::Isolate* isolate) {
+  isolate->GetHeapProfiler()->StopSamplingHeapProfiler();
+}
+
+bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out) {
+  v8::HandleScope scope(isolate);
+  // GetAllocationProfile allocates strings for the nodes, which can itself
+  // add samples; the copy below only reads the finished snapshot.
+  std::unique_ptr<v8::AllocationProfile> profile(
+      isolate->GetHeapProfiler()->GetAllocationProfile());
+  if (!profile) return false;
+  CopyNodes(isolate, profile->GetRootNode(), &out->nodes);
+  CopySamples(*profile, &out->samples);
+  return true;
+}
+
+}  // namespace heap_labels

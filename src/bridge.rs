@@ -1,0 +1,143 @@
+//! The one cxx bridge between Rust and `cpp/` (everything that touches the V8 C++ API).
+//!
+//! Sections in cxx order: shared structs, `extern "Rust"`, `unsafe extern "C++"`. No `v8::Local`
+//! crosses: JS values travel as raw `napi_value`s (`usize`), which C++ converts in exactly one place
+//! (`cpp/include/heap_labels/js_value.h`), and profiles are copied into plain structs first.
+
+#[cxx::bridge(namespace = "heap_labels")]
+pub mod ffi {
+    /// Options for `HeapProfiler::StartSamplingHeapProfiler`.
+    #[derive(Debug, Clone, Copy)]
+    struct StartOptions {
+        /// Average bytes between samples (Poisson sampling).
+        sample_interval: u64,
+        /// Maximum JS stack depth recorded per sample.
+        stack_depth: i32,
+        /// `kSamplingIncludeObjectsCollectedByMajorGC`.
+        include_major_gc: bool,
+        /// `kSamplingIncludeObjectsCollectedByMinorGC`.
+        include_minor_gc: bool,
+    }
+
+    /// One node of `v8::AllocationProfile`, flattened in pre-order.
+    #[derive(Debug, Clone)]
+    struct RawNode {
+        /// Index of the parent in `RawProfile::nodes`; `u32::MAX` for the root.
+        parent: u32,
+        /// V8's node id (what samples refer to).
+        node_id: u32,
+        function_name: String,
+        script_name: String,
+        script_id: i32,
+        /// 1-based as V8 reports it; 0 when unknown.
+        line_number: i32,
+        /// 1-based as V8 reports it; 0 when unknown.
+        column_number: i32,
+    }
+
+    /// One entry of `AllocationProfile::GetSamples()`.
+    #[derive(Debug, Clone, Copy)]
+    struct RawSample {
+        node_id: u32,
+        size: u64,
+        /// V8's count, already scaled by 1 / (1 - exp(-size / interval)) and rounded.
+        count: u32,
+        sample_id: u64,
+        /// Label word V8 stored with the sample (`Arc<LabelSet>` as usize, one strong ref owned by
+        /// V8); 0 when unlabeled or on a stock runtime.
+        label_word: usize,
+    }
+
+    #[derive(Debug, Clone, Default)]
+    struct RawProfile {
+        nodes: Vec<RawNode>,
+        samples: Vec<RawSample>,
+    }
+
+    /// Result of probing the patched-V8 sample-labels API (`cpp/patched_api.cc`).
+    #[derive(Debug, Clone)]
+    struct PatchedApiStatus {
+        /// The sample-labels capture path is usable in this process.
+        sample_labels: bool,
+        /// The counting ArrayBuffer allocator can be installed in this process.
+        external_bytes: bool,
+        /// Version reported by `v8_sample_labels_version()`, 0 when absent.
+        version: u32,
+        /// Why `sample_labels` is false (empty when true).
+        sample_labels_reason: String,
+        /// Why `external_bytes` is false (empty when true).
+        external_bytes_reason: String,
+    }
+
+    extern "Rust" {
+        /// Drops the strong `LabelSet` reference that a label word owns. Called from V8 weak
+        /// callbacks during GC and at isolate teardown: an atomic decrement (and at most a free),
+        /// nothing else.
+        fn release_label_word(word: usize);
+    }
+
+    unsafe extern "C++" {
+        include!("heap_labels/isolate_state.h");
+        include!("heap_labels/patched_api.h");
+
+        /// Per-isolate V8-side state: holder template, registered labels key, profiler ownership.
+        type IsolateState;
+
+        /// Creates the state for the isolate of the calling thread (`v8::Isolate::GetCurrent()`).
+        fn new_isolate_state() -> UniquePtr<IsolateState>;
+
+        /// Starts the isolate's sampling heap profiler; false when one is already running.
+        fn start_sampling(self: Pin<&mut IsolateState>, options: &StartOptions) -> bool;
+        /// Stops the profiler if this state started it; a no-op otherwise.
+        fn stop_sampling(self: Pin<&mut IsolateState>);
+        /// Whether this state started the profiler and has not stopped it.
+        fn sampling(self: &IsolateState) -> bool;
+        /// Copies the current allocation profile; fails when no profiler runs.
+        fn read_profile(self: Pin<&mut IsolateState>) -> Result<RawProfile>;
+
+        /// Makes a label holder: an object with field 0 = aligned pointer `word` (one strong ref,
+        /// released by a weak callback when the holder dies) and field 1 = the frozen labels
+        /// object `labels` (a napi_value). Returns the holder as a napi_value.
+        ///
+        /// # Safety
+        /// Must run inside a napi callback on the isolate's thread; `labels` is a live napi_value
+        /// of that callback and `word` came from the label-word helpers.
+        unsafe fn create_label_holder(
+            self: Pin<&mut IsolateState>,
+            labels: usize,
+            word: usize,
+        ) -> Result<usize>;
+
+        /// Registers the lib's AsyncLocalStorage instance (a napi_value) as the labels key.
+        ///
+        /// # Safety
+        /// As for `create_label_holder`.
+        unsafe fn register_labels_key(self: Pin<&mut IsolateState>, key: usize) -> Result<()>;
+
+        /// The value stored under `key` in the current continuation-preserved embedder data when
+        /// that is an AsyncContextFrame (a Map), as a napi_value; 0 when CPED is not a Map or
+        /// holds no such key. Probes whether AsyncLocalStorage is backed by AsyncContextFrame.
+        ///
+        /// # Safety
+        /// As for `create_label_holder`.
+        unsafe fn frame_value(self: Pin<&mut IsolateState>, key: usize) -> usize;
+
+        /// Live label holders (created and not yet collected).
+        fn live_holders(self: &IsolateState) -> usize;
+
+        /// `HeapStatistics::external_memory()` of the isolate.
+        fn external_memory(self: &IsolateState) -> u64;
+
+        /// The V8 version string of the running process.
+        fn v8_version() -> String;
+
+        /// Probes the running process for the patched-V8 sample-labels API (dlsym).
+        fn patched_api_status() -> PatchedApiStatus;
+    }
+}
+
+/// See `ffi::release_label_word`. Runs inside V8 GC weak callbacks: no allocation beyond what
+/// dropping an `Arc` frees, no locks, no calls into V8.
+fn release_label_word(word: usize) {
+    crate::labels::release_word(word);
+}

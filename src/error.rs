@@ -1,0 +1,111 @@
+//! The addon's one error enum and its mapping to JS errors at the napi boundary.
+//!
+//! Label problems become `TypeError`/`RangeError` naming the key; lifecycle problems become `Error`.
+//! lib/ validates first and throws its own messages; these are the native side's last line.
+
+use heap_labels_core::LabelError;
+use napi::{Env, Status};
+
+/// Everything the native side can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A label set broke the documented limits.
+    #[error("heap-labels: {0}")]
+    Label(#[from] LabelError),
+    /// Keys and values arrived in arrays of different lengths.
+    #[error("heap-labels: label keys and values differ in length ({keys} keys, {values} values)")]
+    LabelArity { keys: usize, values: usize },
+    /// An option of `startHeapProfile` is out of range.
+    #[error("heap-labels: option {name} {reason}")]
+    InvalidOption { name: &'static str, reason: String },
+    /// V8 refused to start: it keeps one sampling heap profiler per isolate.
+    #[error(
+        "heap-labels: a sampling heap profiler is already running in this isolate \
+         (another heap-labels session, the inspector, or --heap-prof)"
+    )]
+    ProfilerBusy,
+    /// The session a handle refers to is no longer the running one.
+    #[error("heap-labels: heap profile session {0} is not running")]
+    SessionNotRunning(u32),
+    /// A V8-side operation failed (reported by cpp/).
+    #[error("heap-labels: {0}")]
+    Native(String),
+    /// A napi call failed.
+    #[error("heap-labels: {0}")]
+    Napi(#[from] napi::Error),
+}
+
+/// The JS error class an [`Error`] maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsErrorClass {
+    Error,
+    TypeError,
+    RangeError,
+}
+
+impl Error {
+    /// Which JS error class this error becomes.
+    pub fn js_class(&self) -> JsErrorClass {
+        match self {
+            Error::Label(LabelError::EmptyKey | LabelError::DuplicateKey { .. }) => {
+                JsErrorClass::TypeError
+            }
+            Error::Label(_) | Error::InvalidOption { .. } => JsErrorClass::RangeError,
+            Error::LabelArity { .. } => JsErrorClass::TypeError,
+            Error::ProfilerBusy
+            | Error::SessionNotRunning(_)
+            | Error::Native(_)
+            | Error::Napi(_) => JsErrorClass::Error,
+        }
+    }
+
+    /// Throws this error into `env` as its JS class and returns the napi error that tells napi-rs
+    /// the exception is already pending.
+    pub fn throw(self, env: &Env) -> napi::Error {
+        let message = self.to_string();
+        let code = Some("ERR_HEAP_LABELS");
+        let thrown = match self.js_class() {
+            JsErrorClass::TypeError => env.throw_type_error(&message, code),
+            JsErrorClass::RangeError => env.throw_range_error(&message, code),
+            JsErrorClass::Error => env.throw_error(&message, code),
+        };
+        match thrown {
+            Ok(()) => napi::Error::new(Status::PendingException, message),
+            Err(err) => err,
+        }
+    }
+}
+
+impl From<cxx::Exception> for Error {
+    fn from(exception: cxx::Exception) -> Self {
+        Error::Native(exception.what().to_owned())
+    }
+}
+
+/// `Result` with the addon's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_errors_name_the_key_and_pick_the_class() {
+        let too_long = Error::from(LabelError::ValueTooLong {
+            key: "route".into(),
+            len: 2000,
+            max: 1024,
+        });
+        assert_eq!(too_long.js_class(), JsErrorClass::RangeError);
+        assert!(too_long.to_string().contains("\"route\""));
+        let dup = Error::from(LabelError::DuplicateKey { key: "k".into() });
+        assert_eq!(dup.js_class(), JsErrorClass::TypeError);
+    }
+
+    #[test]
+    fn lifecycle_errors_are_plain_errors() {
+        assert_eq!(Error::ProfilerBusy.js_class(), JsErrorClass::Error);
+        assert!(Error::ProfilerBusy.to_string().contains("--heap-prof"));
+        assert_eq!(Error::SessionNotRunning(3).js_class(), JsErrorClass::Error);
+    }
+}

@@ -1,0 +1,173 @@
+//! `NativeProfile`: one read of the allocation profile, held in Rust and exposed to lib/, which
+//! turns it into the public `AllocationProfile` (label pairs become lib/'s interned frozen objects).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use heap_labels_core::{heapprofile, pprof, GroupLabels, LabelSet};
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+
+use crate::model::ReadProfile;
+
+/// A label set as parallel key/value arrays, sorted by key.
+#[napi(object)]
+pub struct NativeLabelSet {
+    pub id: u32,
+    pub keys: Vec<String>,
+    pub values: Vec<String>,
+}
+
+/// One sample as V8 reported it, with the id of its label set (see `labelSets()`).
+#[napi(object)]
+pub struct NativeSample {
+    pub node_id: u32,
+    pub size: f64,
+    /// V8's count (already scaled by 1 / (1 - exp(-size / interval)), rounded).
+    pub count: u32,
+    pub sample_id: f64,
+    pub label_set: Option<u32>,
+}
+
+/// One group of `byLabel`: `keys`/`values` are the group's labels (empty when unlabeled).
+#[napi(object)]
+pub struct NativeGroup {
+    pub keys: Vec<String>,
+    pub values: Vec<String>,
+    pub unlabeled: bool,
+    pub bytes: f64,
+    pub objects: f64,
+    pub external_bytes: f64,
+    pub samples: u32,
+}
+
+/// External bytes of one label set (`labelSet` absent: the unlabeled total).
+#[napi(object)]
+pub struct NativeExternal {
+    pub label_set: Option<u32>,
+    pub bytes: f64,
+}
+
+/// One read of the allocation profile.
+#[napi]
+pub struct NativeProfile {
+    read: ReadProfile,
+}
+
+impl NativeProfile {
+    pub fn new(read: ReadProfile) -> Self {
+        NativeProfile { read }
+    }
+
+    fn sets(&self) -> impl Iterator<Item = &Arc<LabelSet>> {
+        let profile = &self.read.profile;
+        let sampled = profile.samples.iter().filter_map(|s| s.labels.as_ref());
+        sampled.chain(profile.external.iter().map(|(set, _)| set))
+    }
+}
+
+#[napi]
+impl NativeProfile {
+    /// Signature: `() => number` - the mean bytes between samples of the session.
+    #[napi(getter)]
+    pub fn sample_interval(&self) -> f64 {
+        self.read.profile.sample_interval as f64
+    }
+
+    /// Signature: `() => NativeSample[]`.
+    #[napi]
+    pub fn samples(&self) -> Vec<NativeSample> {
+        let profile = &self.read.profile;
+        profile
+            .samples
+            .iter()
+            .zip(&self.read.v8_counts)
+            .map(|(sample, &count)| NativeSample {
+                node_id: sample.node_id,
+                size: sample.size as f64,
+                count,
+                sample_id: sample.sample_id as f64,
+                label_set: sample.labels.as_ref().map(|set| set.id()),
+            })
+            .collect()
+    }
+
+    /// Signature: `() => NativeLabelSet[]` - every set that a sample or an external entry refers to.
+    #[napi]
+    pub fn label_sets(&self) -> Vec<NativeLabelSet> {
+        let mut by_id = BTreeMap::new();
+        for set in self.sets() {
+            by_id.entry(set.id()).or_insert_with(|| {
+                let (keys, values) = split_pairs(set.pairs().iter().map(|(k, v)| (&**k, &**v)));
+                NativeLabelSet { id: set.id(), keys, values }
+            });
+        }
+        by_id.into_values().collect()
+    }
+
+    /// Signature: `() => NativeExternal[]`.
+    #[napi]
+    pub fn external_bytes(&self) -> Vec<NativeExternal> {
+        let profile = &self.read.profile;
+        let mut out: Vec<NativeExternal> = profile
+            .external
+            .iter()
+            .map(|(set, bytes)| NativeExternal {
+                label_set: Some(set.id()),
+                bytes: *bytes as f64,
+            })
+            .collect();
+        if profile.unlabeled_external != 0 {
+            out.push(NativeExternal {
+                label_set: None,
+                bytes: profile.unlabeled_external as f64,
+            });
+        }
+        out
+    }
+
+    /// Signature: `(key?: string) => NativeGroup[]` - estimates per label set or per value of
+    /// `key`, largest first.
+    #[napi]
+    pub fn by_label(&self, key: Option<String>) -> Vec<NativeGroup> {
+        self.read
+            .profile
+            .by_label(key.as_deref())
+            .into_iter()
+            .map(|group| {
+                let (keys, values) = match &group.labels {
+                    GroupLabels::Unlabeled => (Vec::new(), Vec::new()),
+                    GroupLabels::Set(set) => {
+                        split_pairs(set.pairs().iter().map(|(k, v)| (&**k, &**v)))
+                    }
+                    GroupLabels::Value { key, value } => (vec![key.clone()], vec![value.clone()]),
+                };
+                NativeGroup {
+                    unlabeled: matches!(group.labels, GroupLabels::Unlabeled),
+                    keys,
+                    values,
+                    bytes: group.bytes,
+                    objects: group.objects,
+                    external_bytes: group.external_bytes as f64,
+                    samples: u32::try_from(group.samples).unwrap_or(u32::MAX),
+                }
+            })
+            .collect()
+    }
+
+    /// Signature: `() => Buffer` - gzip-compressed pprof `profile.proto`.
+    #[napi]
+    pub fn to_pprof(&self) -> Buffer {
+        pprof::encode(&self.read.profile).into()
+    }
+
+    /// Signature: `() => string` - DevTools `.heapprofile` JSON.
+    #[napi]
+    pub fn to_heap_profile_json(&self) -> String {
+        heapprofile::to_string(&self.read.profile)
+    }
+}
+
+fn split_pairs<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> (Vec<String>, Vec<String>) {
+    pairs.map(|(k, v)| (k.to_owned(), v.to_owned())).unzip()
+}

@@ -1,0 +1,133 @@
+//! heap-labels: the native addon behind the `heap-labels` package (label-aware heap profiling for
+//! Node.js). lib/ is its only caller; every export documents its JS signature.
+//!
+//! Layout: `bridge` (the one cxx bridge to cpp/), `state` (per-isolate state), `labels` (label
+//! words), `session` (profiler lifecycle), `model` (raw V8 profile -> core model), `js_profile` and
+//! `js_types` (values exchanged with lib/), `error` (the error enum and its JS mapping).
+
+mod bridge;
+mod error;
+mod js_profile;
+mod js_types;
+mod labels;
+mod model;
+mod session;
+mod state;
+
+use napi::bindgen_prelude::{Object, Unknown};
+use napi::{Env, JsValue};
+use napi_derive::napi;
+
+use crate::bridge::ffi;
+use crate::error::Error;
+use crate::js_profile::NativeProfile;
+use crate::js_types::{NativeCapabilities, NativeStartOptions, NativeStats};
+use crate::session::SessionOptions;
+use crate::state::isolate_state;
+
+/// Signature: `(key: object) => void` - registers lib/'s AsyncLocalStorage as the labels key.
+#[napi]
+pub fn register_labels_key(env: Env, key: Object<'_>) -> napi::Result<()> {
+    let run = || -> error::Result<()> {
+        let state = isolate_state(&env)?;
+        // SAFETY: `key` is a live napi_value of this callback, on the isolate thread.
+        unsafe { state.v8_mut().register_labels_key(key.raw() as usize)? };
+        Ok(())
+    };
+    run().map_err(|e| e.throw(&env))
+}
+
+/// Signature: `(labels: object, keys: string[], values: string[]) => object` - interns the pairs
+/// and returns a new label holder whose field 1 is `labels`.
+#[napi]
+pub fn create_label_holder<'env>(
+    env: &'env Env,
+    labels: Object<'env>,
+    keys: Vec<String>,
+    values: Vec<String>,
+) -> napi::Result<Object<'env>> {
+    let run = || -> error::Result<Object<'env>> {
+        let state = isolate_state(env)?;
+        let word = labels::intern_word(&state.registry, keys, values)?;
+        // SAFETY: inside this napi callback on the isolate thread; `labels` is live and `word` was
+        // just made by `intern_word` (the holder takes its reference, also on failure).
+        let holder = unsafe { state.v8_mut().create_label_holder(labels.raw() as usize, word)? };
+        Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
+    };
+    run().map_err(|e| e.throw(env))
+}
+
+/// Signature: `(key: object) => unknown` - the value stored under `key` in the current
+/// AsyncContextFrame, or `undefined` when the continuation data is not a frame (ACF off).
+#[napi]
+pub fn frame_value<'env>(env: &'env Env, key: Object<'env>) -> napi::Result<Option<Unknown<'env>>> {
+    let run = || -> error::Result<Option<Unknown<'env>>> {
+        let state = isolate_state(env)?;
+        // SAFETY: inside this napi callback on the isolate thread; `key` is live.
+        let value = unsafe { state.v8_mut().frame_value(key.raw() as usize) };
+        if value == 0 {
+            return Ok(None);
+        }
+        // SAFETY: a napi_value made by cpp/ in this callback's handle scope.
+        Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value as napi::sys::napi_value) }))
+    };
+    run().map_err(|e| e.throw(env))
+}
+
+/// Signature: `() => NativeCapabilities` - run-time probe of the patched-V8 API.
+#[napi]
+pub fn native_capabilities() -> NativeCapabilities {
+    let status = ffi::patched_api_status();
+    NativeCapabilities {
+        sample_labels: status.sample_labels,
+        external_bytes: status.external_bytes,
+        sample_labels_reason: status.sample_labels_reason,
+        external_bytes_reason: status.external_bytes_reason,
+        patched_version: status.version,
+        v8: ffi::v8_version(),
+    }
+}
+
+/// Signature: `(options: NativeStartOptions) => number` - starts the isolate's sampling heap
+/// profiler; returns the session id.
+#[napi]
+pub fn start_profile(env: Env, options: NativeStartOptions) -> napi::Result<u32> {
+    let run = || -> error::Result<u32> {
+        let options = SessionOptions::try_from(options)?;
+        session::start(isolate_state(&env)?, options)
+    };
+    run().map_err(|e| e.throw(&env))
+}
+
+/// Signature: `(session: number) => NativeProfile` - reads the running session's profile.
+#[napi]
+pub fn read_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
+    let run = || -> error::Result<NativeProfile> {
+        Ok(NativeProfile::new(session::read(isolate_state(&env)?, session)?))
+    };
+    run().map_err(|e| e.throw(&env))
+}
+
+/// Signature: `(session: number) => NativeProfile` - reads the last profile, then stops.
+#[napi]
+pub fn stop_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
+    let run = || -> error::Result<NativeProfile> {
+        Ok(NativeProfile::new(session::stop(isolate_state(&env)?, session)?))
+    };
+    run().map_err(|e| e.throw(&env))
+}
+
+/// Signature: `() => NativeStats`.
+#[napi]
+pub fn stats(env: Env) -> napi::Result<NativeStats> {
+    let run = || -> error::Result<NativeStats> {
+        let state = isolate_state(&env)?;
+        state.registry.prune();
+        Ok(NativeStats {
+            live_holders: u32::try_from(state.v8.live_holders()).unwrap_or(u32::MAX),
+            label_sets: u32::try_from(state.registry.len()).unwrap_or(u32::MAX),
+            sampling: state.v8.sampling(),
+        })
+    };
+    run().map_err(|e: Error| e.throw(&env))
+}

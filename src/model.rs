@@ -1,0 +1,133 @@
+//! Conversion from the bridge's raw profile (`ffi::RawProfile`) to the core profile model.
+
+use std::sync::Arc;
+
+use heap_labels_core::{CallFrame, LabelSet, Profile, Sample};
+
+use crate::bridge::ffi;
+use crate::state::IsolateAddon;
+
+/// External bytes at read time: per label set when the patched runtime's allocator hook counts
+/// them, otherwise the isolate's single unlabeled total (`HeapStatistics::external_memory`).
+#[derive(Debug, Default)]
+pub struct ExternalInput {
+    pub by_set: Vec<(Arc<LabelSet>, i64)>,
+    pub unlabeled: i64,
+}
+
+impl ExternalInput {
+    pub fn read(state: &IsolateAddon) -> Self {
+        if state.counters.is_enabled() {
+            ExternalInput {
+                by_set: state.registry.external_by_set(),
+                unlabeled: state.counters.snapshot().unlabeled,
+            }
+        } else {
+            ExternalInput {
+                by_set: Vec::new(),
+                unlabeled: i64::try_from(state.v8.external_memory()).unwrap_or(i64::MAX),
+            }
+        }
+    }
+}
+
+/// A core profile plus what V8 reported that the model does not keep.
+#[derive(Debug)]
+pub struct ReadProfile {
+    pub profile: Profile,
+    /// V8's scaled `count` of each sample, aligned with `profile.samples`.
+    pub v8_counts: Vec<u32>,
+}
+
+/// Builds the core model from a raw V8 profile. Nodes keep V8's pre-order, so raw parent indices
+/// are model indices.
+pub fn build_profile(raw: ffi::RawProfile, sample_interval: u64, external: ExternalInput) -> ReadProfile {
+    let mut profile = Profile::new(sample_interval);
+    for node in raw.nodes {
+        let parent = (node.parent != u32::MAX).then_some(node.parent as usize);
+        let frame = CallFrame {
+            function_name: node.function_name,
+            script_id: node.script_id,
+            url: node.script_name,
+            line_number: node.line_number,
+            column_number: node.column_number,
+        };
+        profile.add_node(parent, node.node_id, frame);
+    }
+    let mut v8_counts = Vec::with_capacity(raw.samples.len());
+    for sample in raw.samples {
+        v8_counts.push(sample.count);
+        profile.samples.push(Sample {
+            node_id: sample.node_id,
+            size: sample.size,
+            // One V8 sample is one sampled object: the model scales it (V8's count is scaled).
+            count: 1,
+            sample_id: sample.sample_id,
+            labels: labels_of_word(sample.label_word),
+        });
+    }
+    profile.external = external.by_set;
+    profile.unlabeled_external = external.unlabeled;
+    ReadProfile { profile, v8_counts }
+}
+
+/// The label set a sample's word refers to (`None` for 0).
+fn labels_of_word(word: usize) -> Option<Arc<LabelSet>> {
+    if word == 0 {
+        return None;
+    }
+    // SEAM (patched runtime): V8 keeps its own reference for every labeled sample while the profile
+    // is read, so the word is live here; the model takes a reference of its own.
+    // SAFETY: a non-zero word comes from V8's per-sample storage, which owns a reference.
+    Some(unsafe { LabelSet::clone_from_word(word) })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(parent: u32, id: u32, name: &str) -> ffi::RawNode {
+        ffi::RawNode {
+            parent,
+            node_id: id,
+            function_name: name.into(),
+            script_name: "file:///app.js".into(),
+            script_id: 3,
+            line_number: 10,
+            column_number: 2,
+        }
+    }
+
+    #[test]
+    fn raw_profiles_become_the_model_with_unscaled_counts() {
+        let raw = ffi::RawProfile {
+            nodes: vec![node(u32::MAX, 1, "(root)"), node(0, 2, "a"), node(1, 3, "b"), node(0, 4, "c")],
+            samples: vec![ffi::RawSample {
+                node_id: 3,
+                size: 64,
+                count: 8192,
+                sample_id: 7,
+                label_word: 0,
+            }],
+        };
+        let read = build_profile(
+            raw,
+            512 * 1024,
+            ExternalInput {
+                by_set: vec![],
+                unlabeled: 100,
+            },
+        );
+        let p = &read.profile;
+        assert_eq!(p.nodes.len(), 4);
+        assert_eq!(p.nodes[0].children, vec![1, 3]);
+        assert_eq!(p.nodes[2].parent, Some(1));
+        assert_eq!(p.nodes[2].frame.function_name, "b");
+        assert_eq!(p.samples[0].count, 1);
+        assert!(p.samples[0].labels.is_none());
+        assert_eq!(read.v8_counts, vec![8192]);
+        assert_eq!(p.unlabeled_external, 100);
+        let expected = 64.0 / (1.0 - (-64.0f64 / (512.0 * 1024.0)).exp());
+        assert!((p.estimated_bytes() - expected).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,147 @@
+//! The lifecycle of a heap profile session: one per isolate, because V8 keeps one sampling heap
+//! profiler per isolate.
+
+use heap_labels_core::DEFAULT_MAX_SETS;
+
+use crate::bridge::ffi;
+use crate::error::{Error, Result};
+use crate::model::{self, ReadProfile};
+use crate::state::IsolateAddon;
+
+/// Default mean bytes between samples (V8's default).
+pub const DEFAULT_SAMPLE_INTERVAL: u64 = 512 * 1024;
+/// Default and limits of the recorded stack depth.
+pub const DEFAULT_STACK_DEPTH: u32 = 64;
+pub const MAX_STACK_DEPTH: u32 = 1024;
+
+/// Validated options of `startHeapProfile`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SessionOptions {
+    pub sample_interval: u64,
+    pub stack_depth: u32,
+    pub include_major_gc: bool,
+    pub include_minor_gc: bool,
+    pub max_label_sets: usize,
+}
+
+impl Default for SessionOptions {
+    fn default() -> Self {
+        SessionOptions {
+            sample_interval: DEFAULT_SAMPLE_INTERVAL,
+            stack_depth: DEFAULT_STACK_DEPTH,
+            include_major_gc: false,
+            include_minor_gc: false,
+            max_label_sets: DEFAULT_MAX_SETS,
+        }
+    }
+}
+
+impl SessionOptions {
+    /// Checks the ranges lib/ documents (lib/ checks first; this guards the native surface).
+    pub fn validate(&self) -> Result<()> {
+        if self.sample_interval == 0 || self.sample_interval > u64::from(u32::MAX) {
+            return Err(Error::InvalidOption {
+                name: "sampleInterval",
+                reason: format!("must be an integer in 1..={}", u32::MAX),
+            });
+        }
+        if !(1..=MAX_STACK_DEPTH).contains(&self.stack_depth) {
+            return Err(Error::InvalidOption {
+                name: "stackDepth",
+                reason: format!("must be an integer in 1..={MAX_STACK_DEPTH}"),
+            });
+        }
+        if self.max_label_sets == 0 {
+            return Err(Error::InvalidOption {
+                name: "maxLabelSets",
+                reason: "must be a positive integer".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn to_ffi(self) -> ffi::StartOptions {
+        ffi::StartOptions {
+            sample_interval: self.sample_interval,
+            stack_depth: self.stack_depth as i32,
+            include_major_gc: self.include_major_gc,
+            include_minor_gc: self.include_minor_gc,
+        }
+    }
+}
+
+/// The running session of an isolate.
+#[derive(Debug, Clone, Copy)]
+pub struct Session {
+    pub id: u32,
+    pub options: SessionOptions,
+}
+
+/// Starts the isolate's sampling heap profiler and returns the new session's id.
+pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
+    options.validate()?;
+    if state.session.is_some() {
+        return Err(Error::ProfilerBusy);
+    }
+    state.registry.set_max_sets(options.max_label_sets);
+    // SEAM (patched runtime): IsolateState::start_sampling registers the capture/release callbacks
+    // and enables `state.counters` when the patched API is present.
+    if !state.v8_mut().start_sampling(&options.to_ffi()) {
+        return Err(Error::ProfilerBusy);
+    }
+    let id = state.next_session_id;
+    state.next_session_id += 1;
+    state.session = Some(Session { id, options });
+    Ok(id)
+}
+
+/// Reads the allocation profile of the running session `id`.
+pub fn read(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
+    let session = running(state, id)?;
+    let raw = state.v8_mut().read_profile()?;
+    let external = model::ExternalInput::read(state);
+    Ok(model::build_profile(raw, session.options.sample_interval, external))
+}
+
+/// Reads the last profile of session `id`, then stops the profiler.
+pub fn stop(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
+    let profile = read(state, id);
+    state.v8_mut().stop_sampling();
+    state.session = None;
+    state.registry.prune();
+    profile
+}
+
+fn running(state: &IsolateAddon, id: u32) -> Result<Session> {
+    match state.session {
+        Some(session) if session.id == id => Ok(session),
+        _ => Err(Error::SessionNotRunning(id)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid_and_match_the_docs() {
+        let options = SessionOptions::default();
+        options.validate().unwrap();
+        assert_eq!(options.sample_interval, 512 * 1024);
+        assert_eq!(options.stack_depth, 64);
+        assert_eq!(options.max_label_sets, 10_000);
+    }
+
+    #[test]
+    fn out_of_range_options_name_the_option() {
+        let bad = |f: fn(&mut SessionOptions)| {
+            let mut options = SessionOptions::default();
+            f(&mut options);
+            options.validate().unwrap_err().to_string()
+        };
+        assert!(bad(|o| o.sample_interval = 0).contains("sampleInterval"));
+        assert!(bad(|o| o.stack_depth = 0).contains("stackDepth"));
+        assert!(bad(|o| o.stack_depth = 1025).contains("stackDepth"));
+        assert!(bad(|o| o.max_label_sets = 0).contains("maxLabelSets"));
+    }
+}

@@ -1,0 +1,52 @@
+//! Per-isolate state: one per napi environment (the main thread and every worker thread each have
+//! their own), stored as napi instance data and dropped on environment teardown on the isolate's
+//! thread.
+
+use cxx::UniquePtr;
+use heap_labels_core::{ExternalCounters, LabelRegistry, DEFAULT_MAX_SETS};
+use napi::Env;
+
+use crate::bridge::ffi;
+use crate::error::{Error, Result};
+use crate::session::Session;
+
+/// Everything the addon keeps for one isolate.
+pub struct IsolateAddon {
+    /// Interned label sets of this isolate.
+    pub registry: LabelRegistry,
+    /// External-byte totals (charged by the patched runtime's allocator hook).
+    pub counters: ExternalCounters,
+    /// The running heap profile session, if any.
+    pub session: Option<Session>,
+    /// Id of the next session (ids are never reused within an isolate).
+    pub next_session_id: u32,
+    /// V8-side state (holder template, labels key, profiler ownership). Declared last so that it is
+    /// dropped last: its destructor stops the profiler and releases the words of live holders.
+    pub v8: UniquePtr<ffi::IsolateState>,
+}
+
+impl IsolateAddon {
+    fn new() -> Self {
+        IsolateAddon {
+            registry: LabelRegistry::new(DEFAULT_MAX_SETS),
+            counters: ExternalCounters::new(),
+            session: None,
+            next_session_id: 1,
+            v8: ffi::new_isolate_state(),
+        }
+    }
+
+    /// The V8-side state, pinned for its `&mut self` methods.
+    pub fn v8_mut(&mut self) -> std::pin::Pin<&mut ffi::IsolateState> {
+        self.v8.pin_mut()
+    }
+}
+
+/// The state of the isolate `env` belongs to, created on first use.
+pub fn isolate_state(env: &Env) -> Result<&'static mut IsolateAddon> {
+    if env.get_instance_data::<IsolateAddon>()?.is_none() {
+        env.set_instance_data(IsolateAddon::new(), (), |_| {})?;
+    }
+    env.get_instance_data::<IsolateAddon>()?
+        .ok_or_else(|| Error::Native("per-isolate state is missing".into()))
+}
