@@ -20,7 +20,9 @@ pub enum LabelError {
     #[error("label key \"{key}\" is {len} bytes long, more than the limit of {max} bytes")]
     KeyTooLong { key: String, len: usize, max: usize },
     /// A value is longer than [`MAX_VALUE_BYTES`](crate::MAX_VALUE_BYTES) bytes of UTF-8.
-    #[error("the value of label \"{key}\" is {len} bytes long, more than the limit of {max} bytes")]
+    #[error(
+        "the value of label \"{key}\" is {len} bytes long, more than the limit of {max} bytes"
+    )]
     ValueTooLong { key: String, len: usize, max: usize },
     /// The same key appears twice in one set.
     #[error("label key \"{key}\" appears more than once")]

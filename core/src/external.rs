@@ -158,7 +158,10 @@ mod tests {
         c.on_alloc(Some(&b), 5);
         c.on_alloc(None, 7);
         let s = c.snapshot();
-        assert_eq!((s.total, s.unlabeled, s.labeled(), s.blocks), (1036, 7, 1029, 4));
+        assert_eq!(
+            (s.total, s.unlabeled, s.labeled(), s.blocks),
+            (1036, 7, 1029, 4)
+        );
         assert_eq!(a.external_bytes(), 1024);
         assert_eq!(b.external_bytes(), 5);
         c.on_free(Some(&a), 1000);

@@ -563,8 +563,18 @@ mod tests {
         let long_key = "é".repeat(65); // 130 bytes
         let err = reg.intern(vec![(long_key, "v".into())]).unwrap_err();
         let msg = err.to_string();
-        assert!(matches!(err, LabelError::KeyTooLong { len: 130, max: 128, .. }));
-        assert!(msg.contains("ééé") && msg.contains("130") && msg.contains("128"), "{msg}");
+        assert!(matches!(
+            err,
+            LabelError::KeyTooLong {
+                len: 130,
+                max: 128,
+                ..
+            }
+        ));
+        assert!(
+            msg.contains("ééé") && msg.contains("130") && msg.contains("128"),
+            "{msg}"
+        );
         reg.intern(vec![("k".repeat(128), String::new())]).unwrap();
 
         let err = reg
@@ -634,7 +644,10 @@ mod tests {
         // Releasing the word and the external bytes makes those prunable too.
         // SAFETY: `word` came from `into_word` above and is released exactly once.
         unsafe { LabelSet::release_word(word) };
-        let ext = reg.live_sets().into_iter().find(|s| s.get("k") == Some("ext"));
+        let ext = reg
+            .live_sets()
+            .into_iter()
+            .find(|s| s.get("k") == Some("ext"));
         ext.unwrap().add_external(-4096);
         assert_eq!(reg.prune(), 3); // word, ext, again
         assert_eq!(reg.len(), 1);
@@ -694,7 +707,10 @@ mod tests {
         let all: Vec<Vec<usize>> = handles.into_iter().map(|h| h.join().unwrap()).collect();
         assert_eq!(reg.len(), 50);
         for words in &all[1..] {
-            assert_eq!(words, &all[0], "every thread got the same sets in the same order");
+            assert_eq!(
+                words, &all[0],
+                "every thread got the same sets in the same order"
+            );
         }
         let ids: std::collections::HashSet<u32> = reg.live_sets().iter().map(|s| s.id()).collect();
         assert_eq!(ids.len(), 50);

@@ -25,6 +25,4 @@ pub use labels::{
     LabelRegistry, LabelSet, DEFAULT_MAX_SETS, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES,
     OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE,
 };
-pub use profile::{
-    CallFrame, GroupLabels, LabelGroup, NodeIndex, Profile, ProfileNode, Sample,
-};
+pub use profile::{CallFrame, GroupLabels, LabelGroup, NodeIndex, Profile, ProfileNode, Sample};

@@ -80,13 +80,9 @@ impl PartialEq for GroupLabels {
         match (self, other) {
             (GroupLabels::Unlabeled, GroupLabels::Unlabeled) => true,
             (GroupLabels::Set(a), GroupLabels::Set(b)) => Arc::ptr_eq(a, b),
-            (
-                GroupLabels::Value { key, value },
-                GroupLabels::Value {
-                    key: k2,
-                    value: v2,
-                },
-            ) => key == k2 && value == v2,
+            (GroupLabels::Value { key, value }, GroupLabels::Value { key: k2, value: v2 }) => {
+                key == k2 && value == v2
+            }
             _ => false,
         }
     }
@@ -338,5 +334,179 @@ impl NodeIndex {
     /// Index of the node with V8 id `node_id`.
     pub fn get(&self, node_id: u32) -> Option<usize> {
         self.map.get(&node_id).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labels::LabelRegistry;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn estimate_matches_hand_computed_values() {
+        // 100 B x2 at 400 B: 200 / (1 - e^-0.25) = 904.16233283756
+        assert!(close(Profile::estimate(100, 2, 400), 904.162_332_837_559_7));
+        // size == interval: 1024 / (1 - e^-1) = 1619.94414783419
+        assert!(close(
+            Profile::estimate(1024, 1, 1024),
+            1_619.944_147_834_190_3
+        ));
+        assert!(close(
+            Profile::estimate_objects(1024, 1, 1024),
+            1.581_976_706_869_326_5
+        ));
+        // interval 0: every allocation sampled, no scaling.
+        assert_eq!(Profile::estimate(100, 3, 0), 300.0);
+        // Huge objects are always sampled: the estimate tends to the size.
+        assert!(close(
+            Profile::estimate(1 << 30, 1, 1024),
+            (1u64 << 30) as f64
+        ));
+    }
+
+    /// root(1) -> a(10) -> b(11); root -> c(12). Ids deliberately not equal to indices.
+    fn tree() -> Profile {
+        let mut p = Profile::new(1024);
+        let f = |n: &str| CallFrame {
+            function_name: n.into(),
+            ..CallFrame::default()
+        };
+        let root = p.add_node(None, 1, f("(root)"));
+        let a = p.add_node(Some(root), 10, f("a"));
+        p.add_node(Some(a), 11, f("b"));
+        p.add_node(Some(root), 12, f("c"));
+        p
+    }
+
+    fn sample(node_id: u32, size: u64, labels: Option<&Arc<LabelSet>>) -> Sample {
+        Sample {
+            node_id,
+            size,
+            count: 1,
+            sample_id: 0,
+            labels: labels.cloned(),
+        }
+    }
+
+    #[test]
+    fn node_lookup_stack_and_self_size() {
+        let mut p = tree();
+        assert_eq!(p.node_index(11), Some(2));
+        assert_eq!(p.node_index(12), Some(3));
+        assert_eq!(p.node_index(99), None);
+        p.nodes[1].id = 50; // ids no longer a constant offset: falls back to the scan
+        assert_eq!(p.node_index(50), Some(1));
+        assert_eq!(NodeIndex::new(&p).get(50), Some(1));
+        p.nodes[1].id = 10;
+
+        assert_eq!(p.stack(11), [2, 1, 0]);
+        assert_eq!(p.stack(1), [0]);
+        assert!(p.stack(99).is_empty());
+        assert_eq!(p.nodes[0].children, [1, 3]);
+
+        p.samples = vec![
+            sample(11, 1024, None),
+            sample(11, 1024, None),
+            sample(12, 8, None),
+        ];
+        assert!(close(p.self_size(2), 2.0 * 1_619.944_147_834_190_3));
+        assert_eq!(p.self_size(1), 0.0);
+        assert!(close(p.estimated_bytes(), p.self_size(2) + p.self_size(3)));
+    }
+
+    #[test]
+    fn by_label_groups_by_set_and_by_key_with_unlabeled_and_external() {
+        let reg = LabelRegistry::new(10);
+        let pairs = |route: &str, tenant: Option<&str>| {
+            let mut v = vec![("route".to_string(), route.to_string())];
+            if let Some(t) = tenant {
+                v.push(("tenant".into(), t.into()));
+            }
+            v
+        };
+        let a1 = reg.intern(pairs("/a", Some("t1"))).unwrap();
+        let a2 = reg.intern(pairs("/a", Some("t2"))).unwrap();
+        let b = reg.intern(pairs("/b", None)).unwrap();
+        let ext_only = reg.intern(pairs("/ext", Some("t3"))).unwrap();
+
+        let mut p = tree();
+        p.sample_interval = 0; // estimates = raw sizes: easy arithmetic
+        p.samples = vec![
+            sample(11, 100, Some(&a1)),
+            sample(11, 50, Some(&a2)),
+            sample(12, 500, Some(&b)),
+            sample(12, 30, None),
+            sample(11, 20, Some(&a1)),
+        ];
+        p.external = vec![(Arc::clone(&a1), 1000), (Arc::clone(&ext_only), 7)];
+        p.unlabeled_external = 5;
+
+        let by_set = p.by_label(None);
+        let summary: Vec<_> = by_set
+            .iter()
+            .map(|g| (g.labels.clone(), g.bytes, g.external_bytes, g.samples))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                (GroupLabels::Set(Arc::clone(&b)), 500.0, 0, 1),
+                (GroupLabels::Set(Arc::clone(&a1)), 120.0, 1000, 2),
+                (GroupLabels::Set(Arc::clone(&a2)), 50.0, 0, 1),
+                (GroupLabels::Unlabeled, 30.0, 5, 1),
+                (GroupLabels::Set(Arc::clone(&ext_only)), 0.0, 7, 0),
+            ]
+        );
+        assert_eq!(by_set[1].objects, 2.0);
+
+        let by_tenant = p.by_label(Some("tenant"));
+        let summary: Vec<_> = by_tenant
+            .iter()
+            .map(|g| (g.labels.clone(), g.bytes, g.external_bytes, g.samples))
+            .collect();
+        let v = |value: &str| GroupLabels::Value {
+            key: "tenant".into(),
+            value: value.into(),
+        };
+        assert_eq!(
+            summary,
+            [
+                // b lacks "tenant": joins the unlabeled group with the unlabeled sample.
+                (GroupLabels::Unlabeled, 530.0, 5, 2),
+                (v("t1"), 120.0, 1000, 2),
+                (v("t2"), 50.0, 0, 1),
+                (v("t3"), 0.0, 7, 0),
+            ]
+        );
+
+        let by_route = p.by_label(Some("route"));
+        assert_eq!(
+            by_route.len(),
+            4,
+            "/a merges t1 and t2; /b, /ext, unlabeled"
+        );
+        assert_eq!(
+            by_route[1].labels,
+            GroupLabels::Value {
+                key: "route".into(),
+                value: "/a".into()
+            }
+        );
+        assert_eq!(
+            (
+                by_route[1].bytes,
+                by_route[1].samples,
+                by_route[1].external_bytes
+            ),
+            (170.0, 3, 1000)
+        );
+    }
+
+    #[test]
+    fn by_label_on_empty_profile_is_empty() {
+        assert!(Profile::new(1024).by_label(None).is_empty());
     }
 }

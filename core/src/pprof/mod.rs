@@ -1,3 +1,366 @@
-//! pprof output: gzip-compressed `profile.proto`.
+//! pprof output: gzip-compressed `profile.proto`, readable by `go tool pprof` and most profilers.
+//!
+//! Layout (the usual one for heap profiles):
+//! - sample types `inuse_objects/count` and `inuse_space/bytes` (the default), `period_type`
+//!   `space/bytes`, `period` = the sampling interval;
+//! - one [`Location`](proto::Location) per profile node (id = node index + 1) with one
+//!   [`Line`](proto::Line); functions deduplicated by (name, url, line), anonymous functions named
+//!   `(anonymous)` as DevTools shows them;
+//! - one sample per distinct (node, label set), values = unsampled estimates rounded to integers,
+//!   locations leaf first without the `(root)` node, each label pair as a string label.
 
 pub mod proto;
+
+use std::collections::HashMap;
+use std::io::Write;
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use prost::Message;
+
+use crate::labels::LabelSet;
+use crate::profile::{NodeIndex, Profile};
+
+/// Name given to functions whose name is empty.
+pub const ANONYMOUS: &str = "(anonymous)";
+
+/// Informational fields of the pprof header.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct EncodeOptions {
+    /// When the profile was taken (start of collection), nanoseconds since the Unix epoch; 0 = unset.
+    pub time_nanos: i64,
+    /// How long the profiler ran, in nanoseconds; 0 = unset.
+    pub duration_nanos: i64,
+}
+
+/// The profile as gzip-compressed `profile.proto` bytes, without header times.
+pub fn encode(profile: &Profile) -> Vec<u8> {
+    encode_with(profile, &EncodeOptions::default())
+}
+
+/// The profile as gzip-compressed `profile.proto` bytes.
+pub fn encode_with(profile: &Profile, options: &EncodeOptions) -> Vec<u8> {
+    gzip(&build(profile, options).encode_to_vec())
+}
+
+fn gzip(raw: &[u8]) -> Vec<u8> {
+    let mut gz = GzEncoder::new(
+        Vec::with_capacity(raw.len() / 4 + 64),
+        Compression::default(),
+    );
+    // Writing into a Vec cannot fail: the only I/O errors would come from the sink.
+    gz.write_all(raw).expect("gzip into memory");
+    gz.finish().expect("gzip into memory")
+}
+
+/// String table with `""` at index 0; indices are what the messages store.
+struct StringTable {
+    strings: Vec<String>,
+    index: HashMap<String, i64>,
+}
+
+impl StringTable {
+    fn new() -> Self {
+        let mut t = StringTable {
+            strings: Vec::new(),
+            index: HashMap::new(),
+        };
+        t.intern("");
+        t
+    }
+
+    fn intern(&mut self, s: &str) -> i64 {
+        if let Some(&i) = self.index.get(s) {
+            return i;
+        }
+        let i = self.strings.len() as i64;
+        self.strings.push(s.to_owned());
+        self.index.insert(s.to_owned(), i);
+        i
+    }
+}
+
+/// Builds the uncompressed message (what [`encode_with`] serializes and gzips).
+pub fn build(profile: &Profile, options: &EncodeOptions) -> proto::Profile {
+    let mut strings = StringTable::new();
+    let value_type = |strings: &mut StringTable, ty: &str, unit: &str| proto::ValueType {
+        r#type: strings.intern(ty),
+        unit: strings.intern(unit),
+    };
+    let sample_type = vec![
+        value_type(&mut strings, "inuse_objects", "count"),
+        value_type(&mut strings, "inuse_space", "bytes"),
+    ];
+    let period_type = value_type(&mut strings, "space", "bytes");
+    let default_sample_type = strings.intern("inuse_space");
+
+    // Functions and locations: one location per node.
+    let mut functions: Vec<proto::Function> = Vec::new();
+    let mut function_ids: HashMap<(i64, i64, i32), u64> = HashMap::new();
+    let mut locations = Vec::with_capacity(profile.nodes.len());
+    for (i, node) in profile.nodes.iter().enumerate() {
+        let frame = &node.frame;
+        let name = if frame.function_name.is_empty() {
+            ANONYMOUS
+        } else {
+            &frame.function_name
+        };
+        let name = strings.intern(name);
+        let filename = strings.intern(&frame.url);
+        let function_id = *function_ids
+            .entry((name, filename, frame.line_number))
+            .or_insert_with(|| {
+                let id = functions.len() as u64 + 1;
+                functions.push(proto::Function {
+                    id,
+                    name,
+                    system_name: name,
+                    filename,
+                    start_line: i64::from(frame.line_number),
+                });
+                id
+            });
+        locations.push(proto::Location {
+            id: i as u64 + 1,
+            mapping_id: 0,
+            address: 0,
+            line: vec![proto::Line {
+                function_id,
+                line: i64::from(frame.line_number),
+                column: i64::from(frame.column_number),
+            }],
+            is_folded: false,
+        });
+    }
+
+    // Samples: merge by (node, label set); values summed as floats, rounded once.
+    struct Acc {
+        node: Option<usize>,
+        labels: Option<usize>, // index into `label_lists`
+        objects: f64,
+        bytes: f64,
+    }
+    let nodes = NodeIndex::new(profile);
+    let mut accs: Vec<Acc> = Vec::new();
+    let mut acc_index: HashMap<(Option<usize>, usize), usize> = HashMap::new();
+    let mut label_lists: Vec<Vec<proto::Label>> = Vec::new();
+    let mut label_list_of: HashMap<usize, usize> = HashMap::new();
+    for sample in &profile.samples {
+        let node = nodes.get(sample.node_id);
+        let set_addr = sample
+            .labels
+            .as_ref()
+            .map_or(0, |s| std::sync::Arc::as_ptr(s) as usize);
+        let labels = sample.labels.as_deref().map(|set| {
+            *label_list_of.entry(set_addr).or_insert_with(|| {
+                label_lists.push(labels_of(set, &mut strings));
+                label_lists.len() - 1
+            })
+        });
+        let slot = *acc_index.entry((node, set_addr)).or_insert_with(|| {
+            accs.push(Acc {
+                node,
+                labels,
+                objects: 0.0,
+                bytes: 0.0,
+            });
+            accs.len() - 1
+        });
+        accs[slot].objects += profile.sample_objects(sample);
+        accs[slot].bytes += profile.sample_bytes(sample);
+    }
+    let samples = accs
+        .iter()
+        .map(|acc| proto::Sample {
+            location_id: acc.node.map_or_else(Vec::new, |n| location_ids(profile, n)),
+            value: vec![acc.objects.round() as i64, acc.bytes.round() as i64],
+            label: acc.labels.map_or_else(Vec::new, |l| label_lists[l].clone()),
+        })
+        .collect();
+
+    proto::Profile {
+        sample_type,
+        sample: samples,
+        mapping: Vec::new(),
+        location: locations,
+        function: functions,
+        string_table: strings.strings,
+        drop_frames: 0,
+        keep_frames: 0,
+        time_nanos: options.time_nanos,
+        duration_nanos: options.duration_nanos,
+        period_type: Some(period_type),
+        period: i64::try_from(profile.sample_interval).unwrap_or(i64::MAX),
+        comment: Vec::new(),
+        default_sample_type,
+    }
+}
+
+fn labels_of(set: &LabelSet, strings: &mut StringTable) -> Vec<proto::Label> {
+    set.pairs()
+        .iter()
+        .map(|(k, v)| proto::Label {
+            key: strings.intern(k),
+            str: strings.intern(v),
+            num: 0,
+            num_unit: 0,
+        })
+        .collect()
+}
+
+/// Location ids from `node` up to (not including) the root, leaf first; a sample on the root itself
+/// gets the root's location. Bounded by the number of nodes even for a malformed parent cycle.
+fn location_ids(profile: &Profile, node: usize) -> Vec<u64> {
+    let mut ids = vec![node as u64 + 1];
+    let mut cur = profile.nodes[node].parent;
+    while let Some(i) = cur {
+        let parent = profile.nodes[i].parent;
+        if parent.is_none() || ids.len() > profile.nodes.len() {
+            break; // `i` is the root
+        }
+        ids.push(i as u64 + 1);
+        cur = parent;
+    }
+    ids
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labels::LabelRegistry;
+    use crate::profile::{CallFrame, Sample};
+    use flate2::read::GzDecoder;
+    use std::io::Read;
+    use std::sync::Arc;
+
+    fn frame(name: &str, url: &str, line: i32) -> CallFrame {
+        CallFrame {
+            function_name: name.into(),
+            script_id: 7,
+            url: url.into(),
+            line_number: line,
+            column_number: 3,
+        }
+    }
+
+    fn sample_profile() -> (Profile, LabelRegistry) {
+        let reg = LabelRegistry::new(10);
+        let a = reg
+            .intern(vec![
+                ("route".into(), "/a".into()),
+                ("tenant".into(), "t1".into()),
+            ])
+            .unwrap();
+        let mut p = Profile::new(512 * 1024);
+        let root = p.add_node(None, 1, frame("(root)", "", 0));
+        let main = p.add_node(Some(root), 2, frame("main", "file:///app.js", 10));
+        let anon = p.add_node(Some(main), 3, frame("", "file:///app.js", 20));
+        // Same function (name, url, line) reached through another path: one Function, two Locations.
+        let _again = p.add_node(Some(root), 4, frame("main", "file:///app.js", 10));
+        assert_eq!(anon, 2);
+        let s = |node_id, size, labels: Option<&Arc<LabelSet>>, id| Sample {
+            node_id,
+            size,
+            count: 1,
+            sample_id: id,
+            labels: labels.cloned(),
+        };
+        p.samples = vec![
+            s(3, 1 << 20, Some(&a), 1),
+            s(3, 1 << 20, Some(&a), 2),
+            s(3, 64, None, 3),
+            s(2, 4096, Some(&a), 4),
+        ];
+        (p, reg)
+    }
+
+    fn decode(bytes: &[u8]) -> proto::Profile {
+        let mut raw = Vec::new();
+        GzDecoder::new(bytes).read_to_end(&mut raw).unwrap();
+        proto::Profile::decode(raw.as_slice()).unwrap()
+    }
+
+    #[test]
+    fn output_is_gzip() {
+        let (p, _reg) = sample_profile();
+        let bytes = encode(&p);
+        assert_eq!(&bytes[..2], &[0x1f, 0x8b], "gzip magic");
+        let mut raw = Vec::new();
+        GzDecoder::new(bytes.as_slice())
+            .read_to_end(&mut raw)
+            .unwrap();
+        assert_eq!(raw, build(&p, &EncodeOptions::default()).encode_to_vec());
+    }
+
+    #[test]
+    fn roundtrip_values_locations_and_labels() {
+        let (p, _reg) = sample_profile();
+        let opts = EncodeOptions {
+            time_nanos: 1_700_000_000_000_000_000,
+            duration_nanos: 5_000_000_000,
+        };
+        let d = decode(&encode_with(&p, &opts));
+        let st = |i: i64| d.string_table[i as usize].as_str();
+        assert_eq!(d.string_table[0], "");
+        assert_eq!(d.time_nanos, opts.time_nanos);
+        assert_eq!(d.duration_nanos, opts.duration_nanos);
+        assert_eq!(d.period, 512 * 1024);
+        let pt = d.period_type.unwrap();
+        assert_eq!((st(pt.r#type), st(pt.unit)), ("space", "bytes"));
+        let types: Vec<_> = d
+            .sample_type
+            .iter()
+            .map(|t| (st(t.r#type), st(t.unit)))
+            .collect();
+        assert_eq!(
+            types,
+            [("inuse_objects", "count"), ("inuse_space", "bytes")]
+        );
+        assert_eq!(st(d.default_sample_type), "inuse_space");
+
+        assert_eq!(d.location.len(), 4);
+        assert_eq!(d.function.len(), 3, "(root), main, (anonymous)");
+        let fname = |loc_id: u64| {
+            let loc = &d.location[loc_id as usize - 1];
+            assert_eq!(loc.id, loc_id);
+            let f = &d.function[loc.line[0].function_id as usize - 1];
+            (st(f.name), st(f.filename), loc.line[0].line)
+        };
+        assert_eq!(fname(3), ("(anonymous)", "file:///app.js", 20));
+        assert_eq!(fname(4).0, "main");
+        assert_eq!(
+            d.location[1].line[0].function_id,
+            d.location[3].line[0].function_id
+        );
+
+        // Three distinct (node, labels): the two 1 MiB samples merged.
+        assert_eq!(d.sample.len(), 3);
+        let big = &d.sample[0];
+        assert_eq!(big.location_id, [3, 2], "leaf first, root left out");
+        let est = Profile::estimate(1 << 20, 1, 512 * 1024);
+        assert_eq!(big.value[1], (2.0 * est).round() as i64);
+        let objs = Profile::estimate_objects(1 << 20, 1, 512 * 1024);
+        assert_eq!(big.value[0], (2.0 * objs).round() as i64);
+        let labels: Vec<_> = big.label.iter().map(|l| (st(l.key), st(l.str))).collect();
+        assert_eq!(labels, [("route", "/a"), ("tenant", "t1")]);
+
+        let unlabeled = &d.sample[1];
+        assert!(unlabeled.label.is_empty());
+        // 64 bytes at 512 KiB: 1/(1-exp(-1/8192)) = 8192 + 1/2 + 1/(12*8192) objects -> 8193.
+        assert_eq!(unlabeled.value[0], 8193);
+        assert!((unlabeled.value[1] - 512 * 1024).abs() <= 64);
+
+        let on_main = &d.sample[2];
+        assert_eq!(on_main.location_id, [2]);
+        let total: i64 = d.sample.iter().map(|s| s.value[1]).sum();
+        assert!((total as f64 - p.estimated_bytes()).abs() < 2.0);
+    }
+
+    #[test]
+    fn empty_profile_encodes() {
+        let d = decode(&encode(&Profile::new(0)));
+        assert!(d.sample.is_empty() && d.location.is_empty());
+        assert_eq!(d.string_table[0], "");
+        assert_eq!(d.sample_type.len(), 2);
+    }
+}
