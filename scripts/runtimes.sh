@@ -5,7 +5,8 @@
 #
 # Usage:
 #   scripts/runtimes.sh                 install every supported runtime (idempotent)
-#   scripts/runtimes.sh path <version>  install <version> if needed, print the directory of its bin/node
+#   scripts/runtimes.sh path <version>  install <version> if needed, print its directory
+#   scripts/runtimes.sh bin <version>   install <version> if needed, print the directory of its node
 #   scripts/runtimes.sh list            print the supported versions, one a line
 set -euo pipefail
 
@@ -51,13 +52,18 @@ case "${1:-all}" in
   path)
     version="${2:?usage: runtimes.sh path <version>}"
     install_runtime "$version"
+    runtime_dir "$version"
+    ;;
+  bin)
+    version="${2:?usage: runtimes.sh bin <version>}"
+    install_runtime "$version"
     echo "$(runtime_dir "$version")/bin"
     ;;
   list)
     printf '%s\n' "${SUPPORTED_VERSIONS[@]}"
     ;;
   *)
-    echo "usage: $0 [all | path <version> | list]" >&2
+    echo "usage: $0 [all | path <version> | bin <version> | list]" >&2
     exit 2
     ;;
 esac

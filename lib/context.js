@@ -1,0 +1,59 @@
+'use strict';
+// The async context that carries labels: one AsyncLocalStorage per isolate (this module is loaded
+// once per thread) whose store is a label holder.
+
+const { AsyncLocalStorage } = require('node:async_hooks');
+const { native } = require('./native');
+const { intern, holderOf } = require('./labels');
+
+const storage = new AsyncLocalStorage();
+// The storage instance is the key the patched runtime looks up in the AsyncContextFrame map.
+native.registerLabelsKey(storage);
+
+function withHeapProfileLabels(labels, fn) {
+  if (typeof fn !== 'function') {
+    throw new TypeError(`heap-labels: withHeapProfileLabels: fn must be a function, got ${typeof fn}`);
+  }
+  const holder = holderOf(intern(labels, 'withHeapProfileLabels'));
+  return storage.run(holder, fn);
+}
+
+function setHeapProfileLabels(labels) {
+  if (labels === null) {
+    storage.enterWith(undefined);
+    return;
+  }
+  storage.enterWith(holderOf(intern(labels, 'setHeapProfileLabels')));
+}
+
+function getHeapProfileLabels() {
+  const holder = storage.getStore();
+  return holder === undefined ? undefined : holder.labels;
+}
+
+let acfEnabled;
+
+// Whether AsyncLocalStorage is backed by AsyncContextFrame in this process. Probed by behaviour:
+// with ACF, `run()` stores a frame (a Map keyed by AsyncLocalStorage instances) in V8's
+// continuation-preserved embedder data, which the addon reads through the V8 API; with the
+// async_hooks implementation that slot stays empty. This is exactly what the patched runtime's
+// per-sample label lookup needs, whatever flags or defaults produced it.
+function asyncContextFrameEnabled() {
+  if (acfEnabled === undefined) {
+    const probe = new AsyncLocalStorage();
+    const marker = {};
+    try {
+      acfEnabled = probe.run(marker, () => native.frameValue(probe) === marker);
+    } finally {
+      probe.disable();
+    }
+  }
+  return acfEnabled;
+}
+
+module.exports = {
+  withHeapProfileLabels,
+  setHeapProfileLabels,
+  getHeapProfileLabels,
+  asyncContextFrameEnabled,
+};

@@ -1,0 +1,14 @@
+// ESM entry point: the same single instance as the CommonJS module (one AsyncLocalStorage per
+// isolate, whichever way the package is imported).
+import heapLabels from './index.js';
+
+export const {
+  withHeapProfileLabels,
+  setHeapProfileLabels,
+  getHeapProfileLabels,
+  capabilities,
+  startHeapProfile,
+  limits,
+} = heapLabels;
+
+export default heapLabels;

@@ -1,0 +1,170 @@
+'use strict';
+// Label validation and interning: equal label sets become one frozen object, and each interned
+// object gets (lazily) one native label holder, the AsyncLocalStorage store that carries it.
+
+const { types } = require('node:util');
+const { native } = require('./native');
+
+// Limits, shared with the Rust core (core/src/labels.rs) and documented in the README.
+const MAX_LABELS = 32;
+const MAX_KEY_BYTES = 128;
+const MAX_VALUE_BYTES = 1024;
+
+const interned = new WeakSet(); // frozen label objects made here
+const byKey = new Map(); // canonical key -> WeakRef(frozen labels)
+const holders = new WeakMap(); // frozen labels -> label holder
+const pairsOf = new WeakMap(); // frozen labels -> [keys, values]
+const forget = new FinalizationRegistry((key) => {
+  const ref = byKey.get(key);
+  if (ref !== undefined && ref.deref() === undefined) byKey.delete(key);
+});
+
+function describe(value) {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value !== 'object') return `a ${typeof value}`;
+  if (types.isProxy(value)) return 'a Proxy';
+  if (types.isMap(value)) return 'a Map';
+  const proto = Object.getPrototypeOf(value);
+  const ctor = proto && Object.getOwnPropertyDescriptor(proto, 'constructor');
+  const name = ctor && typeof ctor.value === 'function' ? ctor.value.name : '';
+  return name ? `an instance of ${name}` : 'an object with a custom prototype';
+}
+
+function quote(key) {
+  const shown = key.length > 40 ? `${key.slice(0, 40)}...` : key;
+  return JSON.stringify(shown);
+}
+
+function isPlainObject(value) {
+  if (value === null || typeof value !== 'object' || types.isProxy(value)) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === null || proto === Object.prototype;
+}
+
+// Validates a user label object without invoking any getter or Proxy trap, and returns its pairs
+// sorted by key.
+function validate(labels, where) {
+  if (!isPlainObject(labels)) {
+    throw new TypeError(
+      `heap-labels: ${where}: labels must be a plain object of string values, got ${describe(labels)}`,
+    );
+  }
+  const symbols = Object.getOwnPropertySymbols(labels);
+  if (symbols.length > 0) {
+    throw new TypeError(
+      `heap-labels: ${where}: label keys must be strings, got the symbol key ${String(symbols[0])}`,
+    );
+  }
+  const descriptors = Object.getOwnPropertyDescriptors(labels);
+  const keys = Object.keys(descriptors);
+  if (keys.length > MAX_LABELS) {
+    throw new RangeError(
+      `heap-labels: ${where}: ${keys.length} labels, more than the limit of ${MAX_LABELS} ` +
+        `(label ${quote(keys[MAX_LABELS])} is one too many)`,
+    );
+  }
+  keys.sort();
+  const values = new Array(keys.length);
+  for (let i = 0; i < keys.length; i++) {
+    values[i] = checkPair(keys[i], descriptors[keys[i]], where);
+  }
+  return [keys, values];
+}
+
+function checkPair(key, descriptor, where) {
+  if (!('value' in descriptor)) {
+    throw new TypeError(
+      `heap-labels: ${where}: label ${quote(key)} is an accessor (getter/setter); ` +
+        'labels must be plain data properties (the getter was not called)',
+    );
+  }
+  if (!descriptor.enumerable) {
+    throw new TypeError(`heap-labels: ${where}: label ${quote(key)} is not enumerable`);
+  }
+  const value = descriptor.value;
+  if (typeof value !== 'string') {
+    throw new TypeError(
+      `heap-labels: ${where}: the value of label ${quote(key)} must be a string, got ${describe(value)}`,
+    );
+  }
+  const keyBytes = Buffer.byteLength(key, 'utf8');
+  if (keyBytes === 0 || keyBytes > MAX_KEY_BYTES) {
+    throw new RangeError(
+      `heap-labels: ${where}: label key ${quote(key)} is ${keyBytes} bytes long; ` +
+        `keys must be 1..${MAX_KEY_BYTES} bytes of UTF-8`,
+    );
+  }
+  if (!key.isWellFormed()) {
+    throw new TypeError(`heap-labels: ${where}: label key ${quote(key)} is not well-formed Unicode`);
+  }
+  const valueBytes = Buffer.byteLength(value, 'utf8');
+  if (valueBytes > MAX_VALUE_BYTES) {
+    throw new RangeError(
+      `heap-labels: ${where}: the value of label ${quote(key)} is ${valueBytes} bytes long, ` +
+        `more than the limit of ${MAX_VALUE_BYTES} bytes of UTF-8`,
+    );
+  }
+  if (!value.isWellFormed()) {
+    throw new TypeError(
+      `heap-labels: ${where}: the value of label ${quote(key)} is not well-formed Unicode`,
+    );
+  }
+  return value;
+}
+
+// The one frozen object for these (valid) pairs; `keys` are unique. Pairs are put in JS sort
+// order first (native code sorts by UTF-8 bytes, which differs for astral characters).
+function internPairs(keys, values) {
+  if (!isSorted(keys)) [keys, values] = sortPairs(keys, values);
+  const key = JSON.stringify([keys, values]);
+  const existing = byKey.get(key)?.deref();
+  if (existing !== undefined) return existing;
+  const labels = {};
+  for (let i = 0; i < keys.length; i++) labels[keys[i]] = values[i];
+  Object.freeze(labels);
+  interned.add(labels);
+  pairsOf.set(labels, [keys, values]);
+  byKey.set(key, new WeakRef(labels));
+  forget.register(labels, key);
+  return labels;
+}
+
+function isSorted(keys) {
+  for (let i = 1; i < keys.length; i++) if (keys[i - 1] > keys[i]) return false;
+  return true;
+}
+
+function sortPairs(keys, values) {
+  const order = keys.map((_, i) => i).sort((a, b) => (keys[a] < keys[b] ? -1 : 1));
+  return [order.map((i) => keys[i]), order.map((i) => values[i])];
+}
+
+// Validates user labels and returns the interned frozen object equal to them.
+function intern(labels, where) {
+  if (interned.has(labels)) return labels;
+  const [keys, values] = validate(labels, where);
+  return internPairs(keys, values);
+}
+
+// The label holder of an interned label object (created on first use).
+function holderOf(labels) {
+  let holder = holders.get(labels);
+  if (holder === undefined) {
+    const [keys, values] = pairsOf.get(labels);
+    holder = native.createLabelHolder(labels, keys, values);
+    Object.defineProperty(holder, 'labels', { value: labels });
+    Object.freeze(holder);
+    holders.set(labels, holder);
+  }
+  return holder;
+}
+
+module.exports = {
+  MAX_LABELS,
+  MAX_KEY_BYTES,
+  MAX_VALUE_BYTES,
+  intern,
+  internPairs,
+  holderOf,
+};

@@ -1,0 +1,157 @@
+'use strict';
+// Heap profile sessions and the AllocationProfile view of one read.
+
+const { native } = require('./native');
+const { internPairs } = require('./labels');
+
+const DEFAULTS = Object.freeze({
+  sampleInterval: 512 * 1024,
+  stackDepth: 64,
+  includeObjectsCollectedByMajorGC: false,
+  includeObjectsCollectedByMinorGC: false,
+  maxLabelSets: 10000,
+});
+const MAX_SAMPLE_INTERVAL = 2 ** 32 - 1;
+const MAX_STACK_DEPTH = 1024;
+const MAX_LABEL_SETS = 2 ** 32 - 1;
+
+const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+
+function checkInteger(name, value, min, max) {
+  if (typeof value !== 'number') {
+    throw new TypeError(`heap-labels: startHeapProfile: option ${name} must be a number, got ${typeof value}`);
+  }
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new RangeError(
+      `heap-labels: startHeapProfile: option ${name} must be an integer in ${min}..${max}, got ${value}`,
+    );
+  }
+  return value;
+}
+
+function checkBoolean(name, value) {
+  if (typeof value !== 'boolean') {
+    throw new TypeError(`heap-labels: startHeapProfile: option ${name} must be a boolean, got ${typeof value}`);
+  }
+  return value;
+}
+
+function validateOptions(options) {
+  if (options === undefined) return { ...DEFAULTS };
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError('heap-labels: startHeapProfile: options must be an object');
+  }
+  for (const key of Object.keys(options)) {
+    if (!Object.hasOwn(DEFAULTS, key)) {
+      throw new TypeError(`heap-labels: startHeapProfile: unknown option ${JSON.stringify(key)}`);
+    }
+  }
+  const pick = (name) => (options[name] === undefined ? DEFAULTS[name] : options[name]);
+  return {
+    sampleInterval: checkInteger('sampleInterval', pick('sampleInterval'), 1, MAX_SAMPLE_INTERVAL),
+    stackDepth: checkInteger('stackDepth', pick('stackDepth'), 1, MAX_STACK_DEPTH),
+    includeObjectsCollectedByMajorGC: checkBoolean(
+      'includeObjectsCollectedByMajorGC',
+      pick('includeObjectsCollectedByMajorGC'),
+    ),
+    includeObjectsCollectedByMinorGC: checkBoolean(
+      'includeObjectsCollectedByMinorGC',
+      pick('includeObjectsCollectedByMinorGC'),
+    ),
+    maxLabelSets: checkInteger('maxLabelSets', pick('maxLabelSets'), 1, MAX_LABEL_SETS),
+  };
+}
+
+const UNLABELED = internPairs([], []);
+
+// The public view of one read of the profile. Labels are the interned frozen objects.
+class AllocationProfile {
+  #native;
+  #head;
+
+  constructor(nativeProfile) {
+    this.#native = nativeProfile;
+    this.sampleInterval = nativeProfile.sampleInterval;
+    const sets = new Map();
+    for (const set of nativeProfile.labelSets()) sets.set(set.id, internPairs(set.keys, set.values));
+    this.samples = nativeProfile.samples().map((s) => {
+      const sample = { nodeId: s.nodeId, size: s.size, count: s.count, sampleId: s.sampleId };
+      if (s.labelSet !== undefined && s.labelSet !== null) sample.labels = sets.get(s.labelSet);
+      return sample;
+    });
+    this.externalBytes = nativeProfile.externalBytes().map((e) => ({
+      labels: e.labelSet === undefined || e.labelSet === null ? UNLABELED : sets.get(e.labelSet),
+      bytes: e.bytes,
+    }));
+  }
+
+  // DevTools-shaped call tree (the `head` of the .heapprofile).
+  get head() {
+    if (this.#head === undefined) this.#head = this.toHeapProfile().head;
+    return this.#head;
+  }
+
+  byLabel(key) {
+    if (key !== undefined && (typeof key !== 'string' || key.length === 0)) {
+      throw new TypeError('heap-labels: byLabel: key must be a non-empty string or undefined');
+    }
+    return this.#native.byLabel(key).map((g) => ({
+      labels: g.unlabeled ? UNLABELED : internPairs(g.keys, g.values),
+      bytes: g.bytes,
+      objects: g.objects,
+      externalBytes: g.externalBytes,
+    }));
+  }
+
+  toPprof() {
+    return this.#native.toPprof();
+  }
+
+  toHeapProfile() {
+    return JSON.parse(this.#native.toHeapProfileJson());
+  }
+}
+
+class HeapProfileHandle {
+  #session;
+  #last;
+  #stopped = false;
+
+  constructor(session) {
+    this.#session = session;
+  }
+
+  getAllocationProfile() {
+    if (this.#stopped) return this.#last;
+    return new AllocationProfile(native.readProfile(this.#session));
+  }
+
+  stop() {
+    if (!this.#stopped) {
+      try {
+        this.#last = new AllocationProfile(native.stopProfile(this.#session));
+      } finally {
+        this.#stopped = true;
+      }
+    }
+    return this.#last;
+  }
+
+  [dispose]() {
+    this.stop();
+  }
+}
+
+function startHeapProfile(options) {
+  const o = validateOptions(options);
+  const session = native.startProfile({
+    sampleInterval: o.sampleInterval,
+    stackDepth: o.stackDepth,
+    includeObjectsCollectedByMajorGc: o.includeObjectsCollectedByMajorGC,
+    includeObjectsCollectedByMinorGc: o.includeObjectsCollectedByMinorGC,
+    maxLabelSets: o.maxLabelSets,
+  });
+  return new HeapProfileHandle(session);
+}
+
+module.exports = { startHeapProfile, AllocationProfile, HeapProfileHandle, DEFAULTS };
