@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Builds Node.js 22.22.2 with heap-labels' V8 patch series, reproducibly, from registry sources.
+#
+#   tools/patched-node/build.sh [--profile test|full] [--print-node-path] [--cached-only] [--jobs N]
+#
+# The installed runtime lives in a content-addressed directory outside the repository:
+#   $HEAP_LABELS_CACHE/runtimes/node-22.22.2-labels-<profile>-<key>/bin/node
+# where <key> hashes the tarball, this recipe and the patch series. A second run with the same key is a
+# no-op. A changed key rebuilds incrementally in the persistent build tree
+# ($HEAP_LABELS_CACHE/node-build/<profile>/), compiling through ccache.
+#
+# Profiles:
+#   test  --without-intl --without-ssl: the compile lines of the read-only compiler cache in
+#         ../shared/toolchain/ccache (when present), so a fresh machine builds in minutes, not hours.
+#   full  --shared-openssl (crypto, inspector); still --without-intl: Debian bookworm's ICU 72 is too
+#         old for 22.22.2 and no registry carries a newer one as source.
+#
+# Progress goes to stderr; --print-node-path prints only the path of the patched node on stdout.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=versions.env
+source "$here/versions.env"
+source "$here/lib.sh"
+source "$here/native-deps.sh"
+
+profile=test
+print_path=0
+cached_only=0
+jobs=$(nproc)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --profile) profile=$2; shift 2 ;;
+    --print-node-path) print_path=1; shift ;;
+    --cached-only) cached_only=1; shift ;;
+    --jobs) jobs=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    *) die "unknown argument: $1" ;;
+  esac
+done
+case "$profile" in test|full) ;; *) die "unknown profile '$profile' (test or full)" ;; esac
+
+cache=${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}
+key=$(runtime_key "$profile")
+install_dir="$cache/runtimes/node-$NODE_VERSION-labels-$profile-$key"
+
+if [ -x "$install_dir/bin/node" ]; then
+  log "patched runtime is cached: $install_dir"
+  [ "$print_path" = 1 ] && echo "$install_dir/bin/node"
+  exit 0
+fi
+if [ "$cached_only" = 1 ]; then
+  log "no cached patched runtime for key $key"
+  exit 3
+fi
+
+build_root="$cache/node-build/$profile"
+src="$build_root/node-v$NODE_VERSION"
+mkdir -p "$build_root" "$cache/downloads"
+
+step "1/7 system packages"; ensure_apt_packages $APT_PACKAGES
+step "2/7 source tarball";  tarball=$(locate_tarball "$cache/downloads")
+step "3/7 source tree";     prepare_source_tree "$tarball" "$src"
+step "4/7 dependencies";    ensure_native_deps "$cache"; place_js_deps "$cache" "$src"
+step "5/7 V8 patches";      apply_v8_patches "$src" "$repo/$V8_PATCH_DIR"
+step "6/7 configure";       configure_node "$src" "$profile" "$cache"
+step "7/7 build";           build_node "$src" "$jobs" "$cache"
+
+mkdir -p "$install_dir.tmp/bin" "$install_dir.tmp/include"
+cp "$src/out/Release/node" "$install_dir.tmp/bin/node"
+cp "$src/deps/v8/include/v8-sample-labels.h" "$install_dir.tmp/include/" 2>/dev/null || true
+{
+  echo "node $NODE_VERSION, V8 patched with $V8_PATCH_DIR, profile $profile, key $key"
+  echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m)"
+  (cd "$repo" && ls "$V8_PATCH_DIR"/*.patch)
+} > "$install_dir.tmp/BUILDINFO"
+rm -rf "$install_dir"
+mv "$install_dir.tmp" "$install_dir"
+log "installed $install_dir/bin/node"
+[ "$print_path" = 1 ] && echo "$install_dir/bin/node"
+exit 0

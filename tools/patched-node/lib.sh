@@ -1,0 +1,207 @@
+# Functions of the patched Node.js recipe (sourced by build.sh; needs versions.env loaded).
+# shellcheck shell=bash
+
+log()  { printf '[patched-node] %s\n' "$*" >&2; }
+step() { printf '\n[patched-node] == %s ==\n' "$*" >&2; }
+die()  { printf '[patched-node] error: %s\n' "$*" >&2; exit 1; }
+
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# The cache key of an installed runtime: the tarball, every file of this recipe and the patch series.
+runtime_key() {
+  local profile=$1
+  {
+    echo "profile=$profile tarball=$NODE_TARBALL_SHA256"
+    (cd "$here" && sha256sum build.sh lib.sh native-deps.sh versions.env configure-args.sh openssl.cnf)
+    (cd "$repo/$V8_PATCH_DIR" && shopt -s nullglob && for p in ./*.patch; do sha256sum "$p"; done)
+  } | sha256sum | cut -c1-16
+}
+
+ensure_apt_packages() {
+  local missing=()
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && { log "all present"; return; }
+  log "installing ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
+}
+
+# Finds Debian's orig tarball: $HEAP_LABELS_NODE_TARBALL, the shared toolchain folder, the download
+# cache, or a download from Debian's archive. Always verified against the pinned sha256.
+locate_tarball() {
+  local downloads=$1
+  local candidates=(
+    "${HEAP_LABELS_NODE_TARBALL:-}"
+    "${HEAP_LABELS_TOOLCHAIN:-/nonexistent}/$NODE_TARBALL"
+    "$repo/../shared/toolchain/$NODE_TARBALL"
+    "/work/shared/toolchain/$NODE_TARBALL"
+    "$downloads/$NODE_TARBALL"
+  )
+  local c
+  for c in "${candidates[@]}"; do
+    [ -n "$c" ] && [ -f "$c" ] || continue
+    if [ "$(sha256_of "$c")" = "$NODE_TARBALL_SHA256" ]; then
+      log "using $c (sha256 verified)"
+      echo "$c"
+      return
+    fi
+    log "ignoring $c: sha256 mismatch"
+  done
+  log "downloading $NODE_TARBALL_URL"
+  curl -fsSL --retry 3 -o "$downloads/$NODE_TARBALL.part" "$NODE_TARBALL_URL" ||
+    die "cannot download the Node.js source; put $NODE_TARBALL in $downloads or set HEAP_LABELS_NODE_TARBALL"
+  [ "$(sha256_of "$downloads/$NODE_TARBALL.part")" = "$NODE_TARBALL_SHA256" ] ||
+    die "downloaded tarball has the wrong sha256"
+  mv "$downloads/$NODE_TARBALL.part" "$downloads/$NODE_TARBALL"
+  echo "$downloads/$NODE_TARBALL"
+}
+
+# Extracts the tarball once per tarball hash. deps/v8 becomes a git repository whose first commit is the
+# pristine source, so the patch series can be re-applied from a clean state at every run.
+prepare_source_tree() {
+  local tarball=$1 src=$2
+  if [ -f "$src/.heap-labels-tarball" ] && [ "$(cat "$src/.heap-labels-tarball")" = "$NODE_TARBALL_SHA256" ]; then
+    log "source tree ready: $src"
+    return
+  fi
+  rm -rf "$src"
+  mkdir -p "$(dirname "$src")"
+  log "extracting into $src"
+  tar --no-same-owner -xf "$tarball" -C "$(dirname "$src")"
+  [ -d "$src" ] || die "tarball did not contain node-v$NODE_VERSION/"
+  (
+    cd "$src/deps/v8"
+    git init -q
+    git add -A
+    git -c user.name=heap-labels -c user.email=build@heap-labels.invalid commit -qm "pristine V8 from $NODE_TARBALL"
+  )
+  echo "$NODE_TARBALL_SHA256" > "$src/.heap-labels-tarball"
+}
+
+# JavaScript dependencies: copied or bundled (esbuild) into deps/ as Node's own updater scripts do.
+place_js_deps() {
+  local cache=$1 src=$2
+  if [ -f "$src/deps/.heap-labels-js-deps" ] && [ "$(cat "$src/deps/.heap-labels-js-deps")" = "$NPM_DEPS" ]; then
+    log "JavaScript dependencies present"
+    return
+  fi
+  local work="$cache/node-build/npm"
+  rm -rf "$work"
+  mkdir -p "$work"
+  echo '{"name":"heap-labels-node-deps","private":true}' > "$work/package.json"
+  log "npm install $NPM_DEPS"
+  # shellcheck disable=SC2086
+  (cd "$work" && npm install --silent --no-audit --no-fund $NPM_DEPS) >&2
+  local nm="$work/node_modules"
+  local esbuild="$nm/@esbuild/linux-x64/bin/esbuild"
+  [ -x "$esbuild" ] || die "esbuild binary missing from $nm/@esbuild"
+  mkdir -p "$src/deps/acorn/acorn/dist" "$src/deps/acorn/acorn-walk/dist" "$src/deps/minimatch" \
+    "$src/deps/cjs-module-lexer/dist" "$src/deps/undici" "$src/deps/amaro"
+  cp "$nm/acorn/dist/acorn.js" "$src/deps/acorn/acorn/dist/"
+  cp "$nm/acorn-walk/dist/walk.js" "$src/deps/acorn/acorn-walk/dist/"
+  cp "$nm/acorn/package.json" "$src/deps/acorn/acorn/"
+  cp "$nm/acorn-walk/package.json" "$src/deps/acorn/acorn-walk/"
+  "$esbuild" "$nm/minimatch/dist/commonjs/index.js" --bundle --platform=node --log-level=warning \
+    --outfile="$src/deps/minimatch/index.js"
+  cp "$nm/cjs-module-lexer/lexer.js" "$src/deps/cjs-module-lexer/"
+  cp "$nm/cjs-module-lexer/dist/lexer.js" "$src/deps/cjs-module-lexer/dist/"
+  cp "$nm/cjs-module-lexer/package.json" "$src/deps/cjs-module-lexer/"
+  (cd "$nm/undici" && "$esbuild" index-fetch.js --bundle --platform=node --keep-names \
+    --define:esbuildDetection=1 --log-level=warning --outfile="$src/deps/undici/undici.js")
+  cp "$nm/undici/package.json" "$src/deps/undici/"
+  cp -r "$nm/amaro/dist" "$nm/amaro/package.json" "$src/deps/amaro/"
+  mkdir -p "$src/deps/openssl"
+  cp "$here/openssl.cnf" "$src/deps/openssl/nodejs-openssl.cnf"
+  echo "$NPM_DEPS" > "$src/deps/.heap-labels-js-deps"
+}
+
+# Resets deps/v8 to the pristine tarball and applies the series. Files whose patched content did not
+# change since the last run get their old mtime back, so ninja recompiles only what really changed.
+apply_v8_patches() {
+  local src=$1 patches=$2
+  local v8="$src/deps/v8"
+  local keep="$src/.heap-labels-prev"
+  rm -rf "$keep"
+  mkdir -p "$keep"
+  local f
+  while IFS= read -r f; do
+    [ -f "$v8/$f" ] || continue
+    mkdir -p "$keep/$(dirname "$f")"
+    cp -p "$v8/$f" "$keep/$f"
+  done < <(cd "$v8" && { git diff --name-only; git ls-files --others --exclude-standard; })
+  (cd "$v8" && git checkout -q -- . && git clean -fdq)
+  local p
+  shopt -s nullglob
+  for p in "$patches"/*.patch; do
+    log "applying $(basename "$p")"
+    (cd "$v8" && git apply --whitespace=nowarn "$p") || die "patch $(basename "$p") does not apply"
+  done
+  while IFS= read -r f; do
+    if [ -f "$keep/$f" ] && cmp -s "$keep/$f" "$v8/$f"; then
+      touch -r "$keep/$f" "$v8/$f"
+    fi
+  done < <(cd "$v8" && { git diff --name-only; git ls-files --others --exclude-standard; })
+  rm -rf "$keep"
+}
+
+# ccache in a writable directory of the cache. When the shared read-only toolchain cache exists it is
+# copied in once (it is a plain ccache directory in the local layout, which ccache cannot read as
+# secondary storage), so V8 objects hit while the objects of Node's own sources are stored for next time.
+ccache_env() {
+  local cache=$1
+  export CCACHE_DIR="${HEAP_LABELS_CCACHE_DIR:-$cache/ccache}"
+  export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
+  mkdir -p "$CCACHE_DIR"
+  local shared=""
+  local c
+  for c in "${HEAP_LABELS_TOOLCHAIN:-/nonexistent}/ccache" "$repo/../shared/toolchain/ccache" /work/shared/toolchain/ccache; do
+    [ -d "$c" ] && { shared=$(cd "$c" && pwd); break; }
+  done
+  if [ -z "$shared" ]; then
+    log "compiler cache: $CCACHE_DIR (no shared toolchain cache found: a cold build takes 2-3 hours on 2 cores)"
+    return
+  fi
+  local seed
+  seed=$(cat "$shared/COVERAGE" 2>/dev/null | sha256sum | cut -c1-16)
+  if [ ! -f "$CCACHE_DIR/.seeded-$seed" ]; then
+    log "seeding $CCACHE_DIR from $shared"
+    cp -rn "$shared"/. "$CCACHE_DIR"/
+    touch "$CCACHE_DIR/.seeded-$seed"
+  fi
+  log "compiler cache: $CCACHE_DIR (seeded from $shared)"
+}
+
+configure_node() {
+  local src=$1 profile=$2 cache=$3
+  local args
+  args=$(bash "$here/configure-args.sh" "$profile")
+  if [ -f "$src/out/Release/build.ninja" ] && [ -f "$src/.heap-labels-configure" ] &&
+     [ "$(cat "$src/.heap-labels-configure")" = "$args" ]; then
+    log "configured already: $args"
+    return
+  fi
+  local venv="$cache/node-build/gyp-venv-$GYP_NEXT_VERSION"
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet "gyp-next==$GYP_NEXT_VERSION" >&2
+  fi
+  log "configure $args"
+  # shellcheck disable=SC2086
+  (cd "$src" && CC="ccache gcc" CXX="ccache g++" "$venv/bin/python" configure.py $args) >&2
+  echo "$args" > "$src/.heap-labels-configure"
+}
+
+build_node() {
+  local src=$1 jobs=$2 cache=$3
+  ccache_env "$cache"
+  ccache -z >/dev/null
+  local started=$SECONDS
+  log "ninja -j$jobs node (progress: [done/total])"
+  ninja -C "$src/out/Release" -j"$jobs" node >&2
+  log "build took $(( (SECONDS - started) / 60 )) min; $(ccache -s | grep -iE 'hits|misses' | tr -s ' ' | paste -sd';')"
+}
