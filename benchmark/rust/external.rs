@@ -1,0 +1,93 @@
+//! Cost of external (ArrayBuffer) byte accounting on the allocator path.
+//!
+//! - `external/disabled_check`: the whole cost when accounting is off (one Acquire load).
+//! - `external/alloc_free/{labeled,unlabeled}`: charging and giving back one block, one thread.
+//! - `external/alloc_free_4_threads/{same_set,own_set}`: 4 threads at once (contended vs not).
+
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
+use heap_labels_core::{ExternalCounters, LabelRegistry, LabelSet};
+
+fn external(c: &mut Criterion) {
+    let mut g = c.benchmark_group("external");
+    g.throughput(Throughput::Elements(1));
+
+    let counters = ExternalCounters::new();
+    g.bench_function("disabled_check", |b| {
+        b.iter(|| black_box(&counters).is_enabled())
+    });
+
+    counters.set_enabled(true);
+    let reg = LabelRegistry::new(16);
+    let set = reg
+        .intern(vec![("route".into(), "/upload".into())])
+        .unwrap();
+    g.bench_function("alloc_free/labeled", |b| {
+        b.iter(|| {
+            let c = black_box(&counters);
+            if c.is_enabled() {
+                c.on_alloc(Some(&set), black_box(65_536));
+            }
+            c.on_free(Some(&set), black_box(65_536));
+        })
+    });
+    g.bench_function("alloc_free/unlabeled", |b| {
+        b.iter(|| {
+            let c = black_box(&counters);
+            if c.is_enabled() {
+                c.on_alloc(None, black_box(65_536));
+            }
+            c.on_free(None, black_box(65_536));
+        })
+    });
+
+    let sets: Vec<_> = (0..4)
+        .map(|i| reg.intern(vec![("worker".into(), i.to_string())]).unwrap())
+        .collect();
+    for (name, shared) in [("same_set", true), ("own_set", false)] {
+        g.bench_function(format!("alloc_free_4_threads/{name}"), |b| {
+            b.iter_custom(|iters| {
+                let per_thread = iters.div_ceil(4);
+                let barrier = Barrier::new(5);
+                std::thread::scope(|s| {
+                    for t in 0..4 {
+                        let set: &LabelSet = if shared { &sets[0] } else { &sets[t] };
+                        let (counters, barrier) = (&counters, &barrier);
+                        s.spawn(move || {
+                            barrier.wait();
+                            for _ in 0..per_thread {
+                                counters.on_alloc(Some(set), black_box(4096));
+                                counters.on_free(Some(set), black_box(4096));
+                            }
+                        });
+                    }
+                    barrier.wait();
+                    Instant::now()
+                })
+                .elapsed()
+            })
+        });
+    }
+    g.finish();
+    assert_eq!(
+        counters.snapshot().total,
+        0,
+        "benchmarks leave the counters balanced"
+    );
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(30)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = external
+}
+criterion_main!(benches);

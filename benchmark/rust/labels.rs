@@ -1,0 +1,126 @@
+//! Cost of label interning and of the per-sample word path.
+//!
+//! - `intern/hit`: interning a set that exists (what every `withHeapLabels` call with known labels
+//!   pays); the caller's `Vec<(String, String)>` is built outside the timed region.
+//! - `intern/miss`: interning new sets into a fresh registry.
+//! - `intern/concurrent_hit_4_threads/*`: 4 threads interning at once (one hot set, or 64 sets).
+//! - `word/retain_release`: what V8's `SampleObject` capture plus the sample's release cost.
+
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use heap_labels_core::{LabelRegistry, LabelSet};
+
+fn pairs(route: &str, tenant: usize) -> Vec<(String, String)> {
+    vec![
+        ("tenant".into(), format!("tenant-{tenant}")),
+        ("route".into(), route.into()),
+        ("method".into(), "GET".into()),
+    ]
+}
+
+fn intern(c: &mut Criterion) {
+    let mut g = c.benchmark_group("intern");
+    g.throughput(Throughput::Elements(1));
+
+    let reg = LabelRegistry::new(1_000_000);
+    let known = pairs("/api/users/:id", 7);
+    reg.intern(known.clone()).unwrap();
+    g.bench_function("hit", |b| {
+        b.iter_batched(
+            || known.clone(),
+            |p| reg.intern(p).unwrap(),
+            BatchSize::SmallInput,
+        )
+    });
+
+    g.bench_function("miss", |b| {
+        b.iter_custom(|iters| {
+            let reg = LabelRegistry::new(usize::MAX);
+            let inputs: Vec<_> = (0..iters as usize).map(|i| pairs("/miss", i)).collect();
+            let start = Instant::now();
+            for p in inputs {
+                black_box(reg.intern(p).unwrap());
+            }
+            start.elapsed()
+        })
+    });
+
+    for (name, distinct) in [("one_set", 1usize), ("64_sets", 64)] {
+        let reg = Arc::new(LabelRegistry::new(1_000_000));
+        for t in 0..distinct {
+            reg.intern(pairs("/concurrent", t)).unwrap();
+        }
+        g.bench_function(format!("concurrent_hit_4_threads/{name}"), |b| {
+            b.iter_custom(|iters| concurrent(&reg, iters, distinct))
+        });
+    }
+    g.finish();
+}
+
+/// Wall time for 4 threads to intern `iters` sets in total (inputs prepared before the clock).
+fn concurrent(reg: &Arc<LabelRegistry>, iters: u64, distinct: usize) -> Duration {
+    const THREADS: usize = 4;
+    let per_thread = (iters as usize).div_ceil(THREADS);
+    let barrier = Barrier::new(THREADS + 1);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (reg, barrier) = (reg, &barrier);
+            s.spawn(move || {
+                let inputs: Vec<_> = (0..per_thread)
+                    .map(|i| pairs("/concurrent", (i + t) % distinct))
+                    .collect();
+                barrier.wait();
+                for p in inputs {
+                    black_box(reg.intern(p).unwrap());
+                }
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        // The scope joins every thread before returning.
+        start
+    })
+    .elapsed()
+}
+
+fn words(c: &mut Criterion) {
+    let mut g = c.benchmark_group("word");
+    g.throughput(Throughput::Elements(1));
+    let reg = LabelRegistry::new(10);
+    let set = reg.intern(pairs("/w", 1)).unwrap();
+    let word = LabelSet::as_word(&set);
+    g.bench_function("retain_release", |b| {
+        b.iter(|| {
+            // SAFETY: `set` keeps the set alive; each retain is matched by one release.
+            unsafe {
+                LabelSet::retain_word(black_box(word));
+                LabelSet::release_word(black_box(word));
+            }
+        })
+    });
+    g.bench_function("word_as_ref_get", |b| {
+        // SAFETY: `set` keeps the set alive for the whole benchmark.
+        b.iter(|| {
+            unsafe { LabelSet::word_as_ref(black_box(word)) }
+                .get("route")
+                .is_some()
+        })
+    });
+    g.finish();
+}
+
+fn config() -> Criterion {
+    Criterion::default()
+        .warm_up_time(Duration::from_millis(300))
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(30)
+}
+
+criterion_group! {
+    name = benches;
+    config = config();
+    targets = intern, words
+}
+criterion_main!(benches);
