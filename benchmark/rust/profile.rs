@@ -138,6 +138,9 @@ fn profile(c: &mut Criterion) {
             g.bench_with_input(BenchmarkId::new("by_label_key", &id), &p, |b, p| {
                 b.iter(|| black_box(p.by_label(Some("route"))))
             });
+            g.bench_with_input(BenchmarkId::new("pprof_message", &id), &p, |b, p| {
+                b.iter(|| black_box(pprof::build(p, &pprof::EncodeOptions::default())))
+            });
             g.bench_with_input(BenchmarkId::new("pprof_gzip", &id), &p, |b, p| {
                 b.iter(|| black_box(pprof::encode(p)))
             });

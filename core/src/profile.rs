@@ -4,7 +4,7 @@
 //! nodes flattened in pre-order with parent indices (index 0 is the root), samples carrying the
 //! label set their allocation ran under, and the external bytes per set at read time.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::labels::LabelSet;
@@ -210,8 +210,8 @@ impl Profile {
             key,
             groups: Vec::new(),
             unlabeled: None,
-            by_set: HashMap::new(),
-            by_value: HashMap::new(),
+            by_set: FxHashMap::default(),
+            by_value: FxHashMap::default(),
         };
         for sample in &self.samples {
             let g = grouper.slot(sample.labels.as_ref());
@@ -255,8 +255,8 @@ struct Grouper<'p, 'k> {
     groups: Vec<LabelGroup>,
     unlabeled: Option<usize>,
     /// Set address -> group index (sets stay alive: the profile holds them).
-    by_set: HashMap<usize, usize>,
-    by_value: HashMap<&'p str, usize>,
+    by_set: FxHashMap<usize, usize>,
+    by_value: FxHashMap<&'p str, usize>,
 }
 
 impl<'p> Grouper<'p, '_> {
@@ -315,7 +315,7 @@ impl<'p> Grouper<'p, '_> {
 /// Maps V8 node ids to indices in [`Profile::nodes`] in O(1).
 #[derive(Debug, Clone)]
 pub struct NodeIndex {
-    map: HashMap<u32, usize>,
+    map: FxHashMap<u32, usize>,
 }
 
 impl NodeIndex {

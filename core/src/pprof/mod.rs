@@ -11,12 +11,12 @@
 
 pub mod proto;
 
-use std::collections::HashMap;
 use std::io::Write;
 
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
+use rustc_hash::FxHashMap;
 
 use crate::labels::LabelSet;
 use crate::profile::{NodeIndex, Profile};
@@ -44,10 +44,7 @@ pub fn encode_with(profile: &Profile, options: &EncodeOptions) -> Vec<u8> {
 }
 
 fn gzip(raw: &[u8]) -> Vec<u8> {
-    let mut gz = GzEncoder::new(
-        Vec::with_capacity(raw.len() / 4 + 64),
-        Compression::default(),
-    );
+    let mut gz = GzEncoder::new(Vec::with_capacity(raw.len() / 4 + 64), Compression::fast());
     // Writing into a Vec cannot fail: the only I/O errors would come from the sink.
     gz.write_all(raw).expect("gzip into memory");
     gz.finish().expect("gzip into memory")
@@ -56,14 +53,14 @@ fn gzip(raw: &[u8]) -> Vec<u8> {
 /// String table with `""` at index 0; indices are what the messages store.
 struct StringTable {
     strings: Vec<String>,
-    index: HashMap<String, i64>,
+    index: FxHashMap<String, i64>,
 }
 
 impl StringTable {
     fn new() -> Self {
         let mut t = StringTable {
             strings: Vec::new(),
-            index: HashMap::new(),
+            index: FxHashMap::default(),
         };
         t.intern("");
         t
@@ -96,7 +93,7 @@ pub fn build(profile: &Profile, options: &EncodeOptions) -> proto::Profile {
 
     // Functions and locations: one location per node.
     let mut functions: Vec<proto::Function> = Vec::new();
-    let mut function_ids: HashMap<(i64, i64, i32), u64> = HashMap::new();
+    let mut function_ids: FxHashMap<(i64, i64, i32), u64> = FxHashMap::default();
     let mut locations = Vec::with_capacity(profile.nodes.len());
     for (i, node) in profile.nodes.iter().enumerate() {
         let frame = &node.frame;
@@ -142,9 +139,9 @@ pub fn build(profile: &Profile, options: &EncodeOptions) -> proto::Profile {
     }
     let nodes = NodeIndex::new(profile);
     let mut accs: Vec<Acc> = Vec::new();
-    let mut acc_index: HashMap<(Option<usize>, usize), usize> = HashMap::new();
+    let mut acc_index: FxHashMap<(Option<usize>, usize), usize> = FxHashMap::default();
     let mut label_lists: Vec<Vec<proto::Label>> = Vec::new();
-    let mut label_list_of: HashMap<usize, usize> = HashMap::new();
+    let mut label_list_of: FxHashMap<usize, usize> = FxHashMap::default();
     for sample in &profile.samples {
         let node = nodes.get(sample.node_id);
         let set_addr = sample
@@ -169,10 +166,16 @@ pub fn build(profile: &Profile, options: &EncodeOptions) -> proto::Profile {
         accs[slot].objects += profile.sample_objects(sample);
         accs[slot].bytes += profile.sample_bytes(sample);
     }
+    // Stacks of the sampled nodes, computed once per node.
+    let mut stacks: Vec<Option<Vec<u64>>> = vec![None; profile.nodes.len()];
     let samples = accs
         .iter()
         .map(|acc| proto::Sample {
-            location_id: acc.node.map_or_else(Vec::new, |n| location_ids(profile, n)),
+            location_id: acc.node.map_or_else(Vec::new, |n| {
+                stacks[n]
+                    .get_or_insert_with(|| location_ids(profile, n))
+                    .clone()
+            }),
             value: vec![acc.objects.round() as i64, acc.bytes.round() as i64],
             label: acc.labels.map_or_else(Vec::new, |l| label_lists[l].clone()),
         })
