@@ -67,9 +67,12 @@ step "5/7 V8 patches";      apply_v8_patches "$src" "$repo/$V8_PATCH_DIR"
 step "6/7 configure";       configure_node "$src" "$profile" "$cache"
 step "7/7 build";           build_node "$src" "$jobs" "$cache"
 
-mkdir -p "$install_dir.tmp/bin" "$install_dir.tmp/include"
+rm -rf "$install_dir.tmp"
+mkdir -p "$install_dir.tmp/bin"
 cp "$src/out/Release/node" "$install_dir.tmp/bin/node"
-cp "$src/deps/v8/include/v8-sample-labels.h" "$install_dir.tmp/include/" 2>/dev/null || true
+# include/node as in the npm packages (addons are built against it), plus the patch's own header.
+(cd "$src" && python3 tools/install.py install --headers-only --silent --dest-dir "$install_dir.tmp" --prefix /) >&2
+cp "$src/deps/v8/include/v8-sample-labels.h" "$install_dir.tmp/include/node/"
 {
   echo "node $NODE_VERSION, V8 patched with $V8_PATCH_DIR, profile $profile, key $key"
   echo "built $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -m)"
