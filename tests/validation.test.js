@@ -1,0 +1,159 @@
+'use strict';
+// Bad labels and options throw TypeError/RangeError naming the offending key, never crash, never
+// invoke getters; equal label sets are interned as one frozen object.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { libPath } = require('./helpers');
+const hl = require(libPath);
+const { withHeapProfileLabels, setHeapProfileLabels, getHeapProfileLabels, startHeapProfile } = hl;
+
+const labelsOf = (labels) => withHeapProfileLabels(labels, getHeapProfileLabels);
+
+function throwsNaming(fn, ErrorClass, ...fragments) {
+  assert.throws(fn, (err) => {
+    assert.ok(err instanceof ErrorClass, `expected ${ErrorClass.name}, got ${err && err.constructor.name}: ${err && err.message}`);
+    for (const fragment of fragments) {
+      assert.ok(err.message.includes(fragment), `"${err.message}" does not mention ${fragment}`);
+    }
+    return true;
+  });
+}
+
+test('non-plain objects are rejected with a TypeError', () => {
+  class Labels { constructor() { this.route = '/a'; } }
+  const bad = [undefined, 1, 'route', true, Symbol('x'), () => {}, ['a'], new Map([['a', 'b']]),
+    new Labels(), new Date(), new Proxy({ a: 'b' }, {}), Object.create({ inherited: 'x' })];
+  for (const value of bad) {
+    throwsNaming(() => withHeapProfileLabels(value, () => {}), TypeError, 'withHeapProfileLabels', 'plain object');
+    throwsNaming(() => setHeapProfileLabels(value), TypeError, 'setHeapProfileLabels');
+  }
+  assert.equal(getHeapProfileLabels(), undefined);
+});
+
+test('null clears only through setHeapProfileLabels; withHeapProfileLabels(null) is an error', () => {
+  throwsNaming(() => withHeapProfileLabels(null, () => {}), TypeError, 'got null');
+  setHeapProfileLabels(null);
+  assert.equal(getHeapProfileLabels(), undefined);
+});
+
+test('a null-prototype object is a fine label set', () => {
+  const labels = Object.assign(Object.create(null), { route: '/np' });
+  assert.equal(labelsOf(labels).route, '/np');
+});
+
+test('Proxy traps and getters are never invoked', () => {
+  let trapped = 0;
+  const proxy = new Proxy({ route: '/p' }, {
+    get() { trapped++; return '/x'; },
+    ownKeys() { trapped++; return ['route']; },
+    getOwnPropertyDescriptor() { trapped++; return undefined; },
+    getPrototypeOf() { trapped++; return Object.prototype; },
+  });
+  throwsNaming(() => withHeapProfileLabels(proxy, () => {}), TypeError, 'Proxy');
+  assert.equal(trapped, 0);
+
+  let called = 0;
+  const withGetter = { a: 'ok' };
+  Object.defineProperty(withGetter, 'route', { enumerable: true, get() { called++; return '/g'; } });
+  throwsNaming(() => withHeapProfileLabels(withGetter, () => {}), TypeError, '"route"', 'accessor');
+  const withSetter = {};
+  Object.defineProperty(withSetter, 'tenant', { enumerable: true, set() { called++; } });
+  throwsNaming(() => setHeapProfileLabels(withSetter), TypeError, '"tenant"', 'accessor');
+  assert.equal(called, 0);
+});
+
+test('symbol keys, non-enumerable keys and non-string values name the key', () => {
+  throwsNaming(() => withHeapProfileLabels({ [Symbol('tracer')]: 'x' }, () => {}), TypeError, 'Symbol(tracer)');
+  const hidden = {};
+  Object.defineProperty(hidden, 'secret', { value: 'x', enumerable: false });
+  throwsNaming(() => withHeapProfileLabels(hidden, () => {}), TypeError, '"secret"');
+  for (const value of [1, undefined, null, {}, ['x'], 1n, true, Symbol('s')]) {
+    throwsNaming(() => withHeapProfileLabels({ ok: 'x', tenant: value }, () => {}), TypeError, '"tenant"', 'must be a string');
+  }
+});
+
+test('limits: 32 labels, keys 1..128 bytes, values up to 1024 bytes of UTF-8 (RangeError naming the key)', () => {
+  assert.deepEqual(hl.limits, { maxLabels: 32, maxKeyBytes: 128, maxValueBytes: 1024 });
+  const many = (n) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${String(i).padStart(2, '0')}`, 'v']));
+  assert.equal(Object.keys(labelsOf(many(32))).length, 32);
+  throwsNaming(() => withHeapProfileLabels(many(33), () => {}), RangeError, '33 labels', '32');
+
+  assert.ok(labelsOf({ ['é'.repeat(64)]: 'v' })); // 128 bytes
+  throwsNaming(() => withHeapProfileLabels({ ['é'.repeat(65)]: 'v' }, () => {}), RangeError, 'ééé', '130 bytes');
+  throwsNaming(() => withHeapProfileLabels({ '': 'v' }, () => {}), RangeError, '""', '0 bytes');
+
+  assert.equal(labelsOf({ big: 'x'.repeat(1024) }).big.length, 1024);
+  assert.equal(labelsOf({ empty: '' }).empty, '');
+  throwsNaming(() => withHeapProfileLabels({ big: 'x'.repeat(1025) }, () => {}), RangeError, '"big"', '1025 bytes');
+  throwsNaming(() => withHeapProfileLabels({ big: '€'.repeat(342) }, () => {}), RangeError, '"big"', '1026 bytes');
+});
+
+test('lone surrogates are rejected, valid astral characters are kept', () => {
+  throwsNaming(() => withHeapProfileLabels({ k: 'a\uD800' }, () => {}), TypeError, '"k"', 'well-formed');
+  throwsNaming(() => withHeapProfileLabels({ ['\uDC00']: 'v' }, () => {}), TypeError, 'well-formed');
+  assert.equal(labelsOf({ emoji: '😀' }).emoji, '😀');
+});
+
+test('fn must be a function', () => {
+  throwsNaming(() => withHeapProfileLabels({ a: 'b' }, 'nope'), TypeError, 'fn must be a function');
+});
+
+test('a barrage of odd inputs only ever throws TypeError or RangeError', () => {
+  const odd = [NaN, -0, '', {}, [], new Uint8Array(2), new WeakMap(), Promise.resolve(), new Error('e'),
+    { toString: () => 'x' }, { valueOf: 'x' }, { __proto__: null, a: 'b' }, JSON.parse('{"__proto__":"x"}'),
+    { constructor: 'x' }, { 'a.b': 'c', 'a b': ' ', '0': 'zero' }, Object.freeze({ f: 'g' })];
+  for (const value of odd) {
+    for (const call of [() => withHeapProfileLabels(value, () => {}), () => setHeapProfileLabels(value)]) {
+      try {
+        call();
+      } catch (err) {
+        assert.ok(err instanceof TypeError || err instanceof RangeError, String(err));
+      }
+    }
+  }
+  setHeapProfileLabels(null);
+});
+
+test('equal label sets are one frozen object in canonical key order', () => {
+  const a = labelsOf({ tenant: 't', route: '/r' });
+  const b = labelsOf({ route: '/r', tenant: 't' });
+  assert.equal(a, b);
+  assert.ok(Object.isFrozen(a));
+  assert.deepEqual(Object.keys(a), ['route', 'tenant']);
+  const input = { route: '/r', tenant: 't' };
+  assert.notEqual(labelsOf(input), input, 'the caller\'s object is never adopted');
+  assert.equal(labelsOf(a), a, 'an interned object passes through');
+  assert.notEqual(labelsOf({ route: '/r', tenant: 'u' }), a);
+  assert.equal(labelsOf({}), labelsOf({}));
+  withHeapProfileLabels(a, () => {
+    setHeapProfileLabels({ tenant: 't', route: '/r' });
+    assert.equal(getHeapProfileLabels(), a);
+  });
+  assert.throws(() => { 'use strict'; a.route = 'x'; }, TypeError);
+});
+
+test('startHeapProfile options are validated with the option named', () => {
+  const bad = [
+    [{ sampleInterval: 0 }, RangeError, 'sampleInterval'],
+    [{ sampleInterval: 1.5 }, RangeError, 'sampleInterval'],
+    [{ sampleInterval: -1 }, RangeError, 'sampleInterval'],
+    [{ sampleInterval: 2 ** 32 }, RangeError, 'sampleInterval'],
+    [{ sampleInterval: '1024' }, TypeError, 'sampleInterval'],
+    [{ stackDepth: 0 }, RangeError, 'stackDepth'],
+    [{ stackDepth: 1025 }, RangeError, 'stackDepth'],
+    [{ maxLabelSets: 0 }, RangeError, 'maxLabelSets'],
+    [{ includeObjectsCollectedByMajorGC: 1 }, TypeError, 'includeObjectsCollectedByMajorGC'],
+    [{ includeObjectsCollectedByMinorGC: 'yes' }, TypeError, 'includeObjectsCollectedByMinorGC'],
+    [{ sampleIntervall: 10 }, TypeError, 'sampleIntervall'],
+    [null, TypeError, 'options'],
+    [[], TypeError, 'options'],
+    [5, TypeError, 'options'],
+  ];
+  for (const [options, ErrorClass, name] of bad) {
+    throwsNaming(() => startHeapProfile(options), ErrorClass, name);
+  }
+  // Nothing was started by the failed calls.
+  const handle = startHeapProfile({ sampleInterval: 1024, stackDepth: 1, maxLabelSets: 1 });
+  handle.stop();
+});
