@@ -4,6 +4,7 @@
 //!   pays); the caller's `Vec<(String, String)>` is built outside the timed region.
 //! - `intern/miss`: interning new sets into a fresh registry.
 //! - `intern/concurrent_hit_4_threads/*`: 4 threads interning at once (one hot set, or 64 sets).
+//! - `prune/*`: a full prune walk over 10k live sets vs `prune_if_due` when not due.
 //! - `word/retain_release`: what V8's `SampleObject` capture plus the sample's release cost.
 
 use std::sync::{Arc, Barrier};
@@ -85,6 +86,21 @@ fn concurrent(reg: &Arc<LabelRegistry>, iters: u64, distinct: usize) -> Duration
     .elapsed()
 }
 
+/// What pruning costs when called before every intern (as a per-intern housekeeping step).
+fn prune(c: &mut Criterion) {
+    let mut g = c.benchmark_group("prune");
+    let reg = LabelRegistry::new(100_000);
+    let held: Vec<_> = (0..10_000)
+        .map(|i| reg.intern(pairs("/held", i)).unwrap())
+        .collect();
+    g.bench_function("full_walk/10k_held_sets", |b| b.iter(|| reg.prune()));
+    g.bench_function("if_due/10k_held_sets_not_due", |b| {
+        b.iter(|| reg.prune_if_due())
+    });
+    drop(held);
+    g.finish();
+}
+
 fn words(c: &mut Criterion) {
     let mut g = c.benchmark_group("word");
     g.throughput(Throughput::Elements(1));
@@ -121,6 +137,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = intern, words
+    targets = intern, prune, words
 }
 criterion_main!(benches);

@@ -34,6 +34,10 @@ pub const OVERFLOW_KEY: &str = "heap_labels.overflow";
 pub const OVERFLOW_VALUE: &str = "true";
 /// Id of every registry's overflow set; interned sets are numbered from 1.
 pub const OVERFLOW_ID: u32 = 0;
+/// [`LabelRegistry::prune_if_due`] prunes after at least this many new sets...
+pub const PRUNE_MIN_CREATED: usize = 64;
+/// ...or after this many interns answered with the overflow set.
+pub const PRUNE_OVERFLOWED: usize = 256;
 
 /// One interned set of labels. Obtain it from [`LabelRegistry::intern`]; compare sets by identity
 /// (`Arc::ptr_eq`) or by [`id`](Self::id), which is equivalent within one registry.
@@ -262,6 +266,10 @@ pub struct LabelRegistry {
     len: AtomicUsize,
     max_sets: AtomicUsize,
     next_id: AtomicU32,
+    /// Sets created since the last prune (drives [`LabelRegistry::prune_if_due`]).
+    created_since_prune: AtomicUsize,
+    /// Interns answered with the overflow set since the last prune.
+    overflowed_since_prune: AtomicUsize,
     overflow: Arc<LabelSet>,
 }
 
@@ -281,6 +289,8 @@ impl LabelRegistry {
             len: AtomicUsize::new(0),
             max_sets: AtomicUsize::new(max_sets),
             next_id: AtomicU32::new(OVERFLOW_ID + 1),
+            created_since_prune: AtomicUsize::new(0),
+            overflowed_since_prune: AtomicUsize::new(0),
             overflow: Arc::new(overflow),
         }
     }
@@ -325,12 +335,14 @@ impl LabelRegistry {
             if empty {
                 self.by_hash.remove_if(&hash, |_, b| b.is_empty());
             }
+            self.overflowed_since_prune.fetch_add(1, Ordering::Relaxed);
             return Ok(self.overflow());
         };
         let set = Arc::new(LabelSet::new(id, false, pairs));
         bucket.push(Arc::clone(&set));
         drop(bucket);
         self.by_id.insert(id, hash);
+        self.created_since_prune.fetch_add(1, Ordering::Relaxed);
         Ok(set)
     }
 
@@ -396,6 +408,8 @@ impl LabelRegistry {
     /// calls are safe: the reference count is checked under the shard's write lock, and every other
     /// way to get a new reference (a word, a clone) already owns one.
     pub fn prune(&self) -> usize {
+        self.created_since_prune.store(0, Ordering::Relaxed);
+        self.overflowed_since_prune.store(0, Ordering::Relaxed);
         let mut removed = Vec::new();
         self.by_hash.retain(|_, bucket| {
             bucket.retain(|set| {
@@ -412,6 +426,24 @@ impl LabelRegistry {
         }
         self.len.fetch_sub(removed.len(), Ordering::AcqRel);
         removed.len()
+    }
+
+    /// [`prune`](Self::prune)s only when it is worth it, so that calling this before every
+    /// `intern` costs amortized O(1) instead of a walk over all sets: when the sets created since
+    /// the last prune reach a quarter of the live sets (at least [`PRUNE_MIN_CREATED`]), or when
+    /// [`PRUNE_OVERFLOWED`] interns were answered with the overflow set since the last prune (so
+    /// that sets released while the registry is full make room again). Returns how many sets
+    /// were dropped (0 when not due). Same thread rules as `prune`.
+    pub fn prune_if_due(&self) -> usize {
+        let created = self.created_since_prune.load(Ordering::Relaxed);
+        let overflowed = self.overflowed_since_prune.load(Ordering::Relaxed);
+        let due =
+            created >= PRUNE_MIN_CREATED.max(self.len() / 4) || overflowed >= PRUNE_OVERFLOWED;
+        if due {
+            self.prune()
+        } else {
+            0
+        }
     }
 
     /// Every interned set (not the overflow set), ordered by id.
@@ -652,6 +684,44 @@ mod tests {
         assert_eq!(reg.prune(), 3); // word, ext, again
         assert_eq!(reg.len(), 1);
         assert_eq!(reg.live_sets()[0].id(), held.id());
+    }
+
+    #[test]
+    fn prune_if_due_is_amortized() {
+        let reg = LabelRegistry::new(1000);
+        let make = |i: usize| vec![("k".to_string(), i.to_string())];
+        // 63 unreferenced sets: not due yet.
+        for i in 0..63 {
+            reg.intern(make(i)).unwrap();
+        }
+        assert_eq!(reg.prune_if_due(), 0);
+        assert_eq!(reg.len(), 63);
+        reg.intern(make(63)).unwrap();
+        assert_eq!(reg.prune_if_due(), 64);
+        assert_eq!(reg.prune_if_due(), 0, "counter reset by the prune");
+
+        // 400 held sets: the threshold grows with the live count (a quarter of it).
+        let held: Vec<_> = (1000..1400).map(|i| reg.intern(make(i)).unwrap()).collect();
+        assert_eq!(
+            reg.prune_if_due(),
+            0,
+            "400 created >= 100: due, but all are held"
+        );
+        for i in 2000..2132 {
+            reg.intern(make(i)).unwrap();
+        }
+        assert_eq!(reg.prune_if_due(), 0, "132 < max(64, 532 / 4)");
+        reg.intern(make(2132)).unwrap();
+        assert_eq!(reg.prune_if_due(), 133, "133 >= 533 / 4");
+
+        // Full registry: released sets come back after enough overflowed interns.
+        reg.set_max_sets(400);
+        drop(held);
+        for i in 0..PRUNE_OVERFLOWED {
+            assert!(reg.intern(make(5000 + i)).unwrap().is_overflow());
+        }
+        assert_eq!(reg.prune_if_due(), 400);
+        assert!(!reg.intern(make(9999)).unwrap().is_overflow());
     }
 
     #[test]

@@ -23,6 +23,6 @@ pub use error::{LabelError, Result};
 pub use external::{ExternalCounters, ExternalSnapshot};
 pub use labels::{
     LabelRegistry, LabelSet, DEFAULT_MAX_SETS, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES,
-    OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE,
+    OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE, PRUNE_MIN_CREATED, PRUNE_OVERFLOWED,
 };
 pub use profile::{CallFrame, GroupLabels, LabelGroup, NodeIndex, Profile, ProfileNode, Sample};
