@@ -23,8 +23,14 @@ fn main() {
     napi_build::setup();
 
     let include = node_include_dir();
-    println!("cargo:rerun-if-changed={}", include.join("v8-version.h").display());
-    println!("cargo:rerun-if-changed={}", include.join("config.gypi").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        include.join("v8-version.h").display()
+    );
+    println!(
+        "cargo:rerun-if-changed={}",
+        include.join("config.gypi").display()
+    );
 
     let mut build = cxx_build::bridge("src/bridge.rs");
     build
@@ -65,7 +71,9 @@ fn node_include_dir() -> PathBuf {
             find_on_path("node")
         })
         .unwrap_or_else(|| {
-            panic!("heap-labels: no `node` on PATH; set HEAP_LABELS_NODE or HEAP_LABELS_NODE_INCLUDE")
+            panic!(
+                "heap-labels: no `node` on PATH; set HEAP_LABELS_NODE or HEAP_LABELS_NODE_INCLUDE"
+            )
         });
     let node = fs::canonicalize(&node).unwrap_or(node);
     let dir = node

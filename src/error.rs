@@ -47,9 +47,7 @@ impl Error {
     /// Which JS error class this error becomes.
     pub fn js_class(&self) -> JsErrorClass {
         match self {
-            Error::Label(LabelError::EmptyKey | LabelError::DuplicateKey { .. }) => {
-                JsErrorClass::TypeError
-            }
+            Error::Label(LabelError::DuplicateKey { .. }) => JsErrorClass::TypeError,
             Error::Label(_) | Error::InvalidOption { .. } => JsErrorClass::RangeError,
             Error::LabelArity { .. } => JsErrorClass::TypeError,
             Error::ProfilerBusy

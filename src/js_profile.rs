@@ -99,7 +99,11 @@ impl NativeProfile {
         for set in self.sets() {
             by_id.entry(set.id()).or_insert_with(|| {
                 let (keys, values) = split_pairs(set.pairs().iter().map(|(k, v)| (&**k, &**v)));
-                NativeLabelSet { id: set.id(), keys, values }
+                NativeLabelSet {
+                    id: set.id(),
+                    keys,
+                    values,
+                }
             });
         }
         by_id.into_values().collect()

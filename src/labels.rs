@@ -7,7 +7,11 @@ use crate::error::{Error, Result};
 
 /// Interns `keys[i] = values[i]` and returns a word that owns one strong reference to the set
 /// (the registry's overflow set once `maxLabelSets` is reached).
-pub fn intern_word(registry: &LabelRegistry, keys: Vec<String>, values: Vec<String>) -> Result<usize> {
+pub fn intern_word(
+    registry: &LabelRegistry,
+    keys: Vec<String>,
+    values: Vec<String>,
+) -> Result<usize> {
     if keys.len() != values.len() {
         return Err(Error::LabelArity {
             keys: keys.len(),

@@ -51,7 +51,11 @@ pub fn create_label_holder<'env>(
         let word = labels::intern_word(&state.registry, keys, values)?;
         // SAFETY: inside this napi callback on the isolate thread; `labels` is live and `word` was
         // just made by `intern_word` (the holder takes its reference, also on failure).
-        let holder = unsafe { state.v8_mut().create_label_holder(labels.raw() as usize, word)? };
+        let holder = unsafe {
+            state
+                .v8_mut()
+                .create_label_holder(labels.raw() as usize, word)?
+        };
         Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
     };
     run().map_err(|e| e.throw(env))
@@ -69,7 +73,9 @@ pub fn frame_value<'env>(env: &'env Env, key: Object<'env>) -> napi::Result<Opti
             return Ok(None);
         }
         // SAFETY: a napi_value made by cpp/ in this callback's handle scope.
-        Ok(Some(unsafe { Unknown::from_raw_unchecked(env.raw(), value as napi::sys::napi_value) }))
+        Ok(Some(unsafe {
+            Unknown::from_raw_unchecked(env.raw(), value as napi::sys::napi_value)
+        }))
     };
     run().map_err(|e| e.throw(env))
 }
@@ -103,7 +109,10 @@ pub fn start_profile(env: Env, options: NativeStartOptions) -> napi::Result<u32>
 #[napi]
 pub fn read_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
     let run = || -> error::Result<NativeProfile> {
-        Ok(NativeProfile::new(session::read(isolate_state(&env)?, session)?))
+        Ok(NativeProfile::new(session::read(
+            isolate_state(&env)?,
+            session,
+        )?))
     };
     run().map_err(|e| e.throw(&env))
 }
@@ -112,7 +121,10 @@ pub fn read_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
 #[napi]
 pub fn stop_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
     let run = || -> error::Result<NativeProfile> {
-        Ok(NativeProfile::new(session::stop(isolate_state(&env)?, session)?))
+        Ok(NativeProfile::new(session::stop(
+            isolate_state(&env)?,
+            session,
+        )?))
     };
     run().map_err(|e| e.throw(&env))
 }

@@ -41,7 +41,11 @@ pub struct ReadProfile {
 
 /// Builds the core model from a raw V8 profile. Nodes keep V8's pre-order, so raw parent indices
 /// are model indices.
-pub fn build_profile(raw: ffi::RawProfile, sample_interval: u64, external: ExternalInput) -> ReadProfile {
+pub fn build_profile(
+    raw: ffi::RawProfile,
+    sample_interval: u64,
+    external: ExternalInput,
+) -> ReadProfile {
     let mut profile = Profile::new(sample_interval);
     for node in raw.nodes {
         let parent = (node.parent != u32::MAX).then_some(node.parent as usize);
@@ -101,7 +105,12 @@ mod tests {
     #[test]
     fn raw_profiles_become_the_model_with_unscaled_counts() {
         let raw = ffi::RawProfile {
-            nodes: vec![node(u32::MAX, 1, "(root)"), node(0, 2, "a"), node(1, 3, "b"), node(0, 4, "c")],
+            nodes: vec![
+                node(u32::MAX, 1, "(root)"),
+                node(0, 2, "a"),
+                node(1, 3, "b"),
+                node(0, 4, "c"),
+            ],
             samples: vec![ffi::RawSample {
                 node_id: 3,
                 size: 64,

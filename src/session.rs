@@ -100,7 +100,11 @@ pub fn read(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
     let session = running(state, id)?;
     let raw = state.v8_mut().read_profile()?;
     let external = model::ExternalInput::read(state);
-    Ok(model::build_profile(raw, session.options.sample_interval, external))
+    Ok(model::build_profile(
+        raw,
+        session.options.sample_interval,
+        external,
+    ))
 }
 
 /// Reads the last profile of session `id`, then stops the profiler.

@@ -1,0 +1,67 @@
+'use strict';
+// capabilities(): decided at run time, every false with a reason; the ESM entry and the loader.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+const { pathToFileURL } = require('node:url');
+const { spawnSync } = require('node:child_process');
+const { libPath, expectedAsyncContextFrame, root } = require('./helpers');
+const hl = require(libPath);
+
+test('capabilities report versions, ACF and a reason for every false', () => {
+  const caps = hl.capabilities();
+  assert.deepEqual(Object.keys(caps).sort(), ['asyncContextFrame', 'externalBytes', 'node', 'reasons', 'sampleLabels', 'v8']);
+  assert.equal(caps.node, process.versions.node);
+  assert.equal(caps.v8, process.versions.v8);
+  assert.equal(caps.asyncContextFrame, expectedAsyncContextFrame());
+  const falses = ['sampleLabels', 'externalBytes', 'asyncContextFrame'].filter((k) => !caps[k]);
+  for (const name of falses) {
+    assert.ok(caps.reasons.some((r) => r.startsWith(`${name}:`)), `no reason for ${name}: ${caps.reasons}`);
+  }
+  assert.equal(caps.reasons.length, falses.length);
+  if (!caps.asyncContextFrame) {
+    assert.equal(caps.sampleLabels, false, 'sample labels need AsyncContextFrame');
+    assert.ok(caps.reasons.some((r) => r.includes('--experimental-async-context-frame')));
+  }
+});
+
+test('on a stock runtime sampleLabels and externalBytes are false, with the reason', (t) => {
+  const caps = hl.capabilities();
+  if (caps.reasons.every((r) => !r.includes('v8_sample_labels_version not found'))) {
+    t.skip('patched runtime: covered by patched.test.js');
+    return;
+  }
+  assert.equal(caps.sampleLabels, false);
+  assert.equal(caps.externalBytes, false);
+  assert.ok(caps.reasons.some((r) => r.startsWith('sampleLabels:') && r.includes('patched Node.js 22.22.2')));
+  assert.ok(caps.reasons.some((r) => r.startsWith('externalBytes:') && r.includes('unlabeled total')));
+});
+
+test('capabilities are stable across calls', () => {
+  assert.deepEqual(hl.capabilities(), hl.capabilities());
+});
+
+test('the ESM entry exposes the same single instance', async () => {
+  const esm = await import(pathToFileURL(path.join(root, 'lib', 'index.mjs')).href);
+  assert.equal(esm.withHeapProfileLabels, hl.withHeapProfileLabels);
+  assert.equal(esm.default, hl);
+  const labels = esm.withHeapProfileLabels({ via: 'esm' }, () => hl.getHeapProfileLabels());
+  assert.equal(labels.via, 'esm');
+  assert.equal(hl.withHeapProfileLabels({ via: 'esm' }, esm.getHeapProfileLabels), labels);
+});
+
+test('a missing addon build fails at import with the command that builds it', () => {
+  const result = spawnSync(process.execPath, ['-e', `
+    const Module = require('node:module');
+    const fs = require('node:fs');
+    const real = fs.existsSync;
+    fs.existsSync = (p) => (String(p).endsWith('heap_labels.node') ? false : real(p));
+    try { require(${JSON.stringify(libPath)}); console.log('loaded'); }
+    catch (err) { console.log(err.message); }
+  `], { encoding: 'utf8' });
+  assert.equal(result.status, 0, result.stderr);
+  assert.match(result.stdout, /no native addon for this runtime/);
+  assert.match(result.stdout, /npm run build/);
+  assert.match(result.stdout, new RegExp(`node-v${process.versions.modules}-`));
+});
