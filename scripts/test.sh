@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# The project's whole test run (`npm test`, and `.ci/run`): sets up what the tests need, then runs
+#   1. Rust checks: cargo fmt --check, cargo clippy -D warnings, cargo test (the workspace);
+#   2. for every runtime in RUNTIMES: build the addon for it and run the JS tests with it first on
+#      PATH;
+#   3. every executable scripts/test.d/*.sh, in name order (extra steps, e.g. the patched runtime
+#      or the go-pprof reader tests), each run with REPO, HEAP_LABELS_CACHE and the helper
+#      functions' environment.
+# Every step runs even when an earlier one failed; the summary at the end lists them and the exit
+# status is non-zero when any failed.
+#
+# Environment: HEAP_LABELS_CACHE (runtime cache, default ~/.cache/heap-labels),
+# HEAP_LABELS_TEST_RUNTIMES (space-separated subset of RUNTIMES names to run, default all).
+set -uo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export REPO
+export HEAP_LABELS_CACHE="${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}"
+cd "$REPO"
+
+# name|node version|NODE_OPTIONS for the tests. Append entries to test more runtimes.
+RUNTIMES=(
+  "node22|22.22.2|"
+  "node22-acf|22.22.2|--experimental-async-context-frame"
+  "node24|24.22.3|"
+  "node26|26.12.1|"
+)
+
+# Debian packages the tests (and later steps) need: command -> package.
+APT_NEEDS=(
+  "go:golang-go"
+  "ccache:ccache"
+  "g++:build-essential"
+)
+
+PASSED=()
+FAILED=()
+
+log() { echo "test.sh: $*" >&2; }
+banner() { printf '\n======== %s ========\n' "$*"; }
+
+# run_step <name> <command...>: runs one step, records the result.
+run_step() {
+  local name="$1"
+  shift
+  banner "$name"
+  local start=$SECONDS
+  if "$@"; then
+    PASSED+=("$name")
+    log "$name passed in $((SECONDS - start))s"
+  else
+    FAILED+=("$name")
+    log "$name FAILED after $((SECONDS - start))s"
+  fi
+}
+
+ensure_apt_packages() {
+  local missing=() entry
+  for entry in "${APT_NEEDS[@]}"; do
+    command -v "${entry%%:*}" >/dev/null 2>&1 || missing+=("${entry#*:}")
+  done
+  if ((${#missing[@]} == 0)); then
+    return 0
+  fi
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
+  "${sudo[@]}" apt-get update -qq && \
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+ensure_rust() {
+  if ! command -v cargo >/dev/null 2>&1; then
+    log "cargo is missing: install a Rust toolchain (rustup) with rustfmt and clippy"
+    return 1
+  fi
+}
+
+setup() {
+  ensure_apt_packages && ensure_rust && bash scripts/runtimes.sh all
+}
+
+runtime_bin() { bash scripts/runtimes.sh bin "$1"; }
+
+rust_checks() {
+  # cpp/ is compiled against one runtime's headers for the Rust-only checks.
+  local include
+  include="$(bash scripts/runtimes.sh path 22.22.2)/include/node" || return 1
+  HEAP_LABELS_NODE_INCLUDE="$include" bash -c '
+    set -e
+    cargo fmt --all --check
+    nice -n 10 cargo clippy --workspace --all-targets -- -D warnings
+    nice -n 10 cargo test --workspace
+  '
+}
+
+# js_tests <version> <node options>: builds the addon for that runtime and runs tests/*.test.js.
+js_tests() {
+  local version="$1" node_options="$2" bin
+  bin="$(runtime_bin "$version")" || return 1
+  (
+    export PATH="$bin:$PATH"
+    unset HEAP_LABELS_NODE_INCLUDE HEAP_LABELS_NODE
+    echo "node $(node --version) (NODE_OPTIONS=${node_options:-none})"
+    nice -n 10 node scripts/build.js || exit 1
+    NODE_OPTIONS="$node_options" node --test --test-reporter=spec tests/*.test.js
+  )
+}
+
+extra_steps() {
+  local script
+  for script in scripts/test.d/*.sh; do
+    [[ -x "$script" ]] || continue
+    run_step "$(basename "$script" .sh)" "$script"
+  done
+}
+
+selected() {
+  [[ -z "${HEAP_LABELS_TEST_RUNTIMES:-}" ]] && return 0
+  [[ " $HEAP_LABELS_TEST_RUNTIMES " == *" $1 "* ]]
+}
+
+main() {
+  local total_start=$SECONDS
+  run_step setup setup
+  if [[ " ${FAILED[*]} " == *" setup "* ]]; then
+    log "setup failed; nothing else can run"
+    exit 1
+  fi
+  run_step rust rust_checks
+  local entry name version options
+  for entry in "${RUNTIMES[@]}"; do
+    IFS='|' read -r name version options <<<"$entry"
+    selected "$name" || continue
+    run_step "js-$name" js_tests "$version" "$options"
+  done
+  shopt -s nullglob
+  extra_steps
+
+  banner "summary ($((SECONDS - total_start))s)"
+  local step
+  for step in "${PASSED[@]}"; do echo "  ok      $step"; done
+  for step in "${FAILED[@]}"; do echo "  FAILED  $step"; done
+  echo "steps: ${#PASSED[@]} passed, ${#FAILED[@]} failed"
+  ((${#FAILED[@]} == 0))
+}
+
+main "$@"
