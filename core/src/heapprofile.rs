@@ -12,7 +12,7 @@
 //! none are added.
 //!
 //! Trees are as deep as the profiler's stack depth (V8 records up to 1024 frames when asked):
-//! [`to_string`] and [`write`] walk the tree with an explicit stack and handle any depth;
+//! [`to_string`] and [`write()`] walk the tree with an explicit stack and handle any depth;
 //! [`to_value`] builds the tree bottom-up without recursion, but serde_json itself drops and
 //! serializes a `Value` recursively, once per level (tested at 1100 levels on a 2 MiB thread
 //! stack). Prefer the text forms for untrusted or unbounded depths.
