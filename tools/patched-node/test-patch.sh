@@ -33,9 +33,9 @@ for src in "$repo/$V8_PATCH_DIR"/test/*.cc; do
   eval "ccache g++ $flags -c '$src' -o '$obj'"
   objs+=("$obj")
 done
-# The node binary's libraries, in its order, minus node_main and its snapshot.
+# The node binary's libraries, in its order, minus node_main (gtest_main provides main).
 libs=$(ninja -t commands node | tail -n1 | sed -e 's/^ccache g++ //' -e 's/ -o node / /' |
-  tr ' ' '\n' | grep -vE 'node_main\.o|node_snapshot\.o|node_text_start\.o' | tr '\n' ' ')
+  tr ' ' '\n' | grep -vE 'node_main\.o' | tr '\n' ' ')
 log "linking sample-labels-unittest"
 # shellcheck disable=SC2086
 eval "g++ ${objs[*]} obj/deps/googletest/libgtest_main.a obj/deps/googletest/libgtest.a $libs -o heap-labels-test/sample-labels-unittest"

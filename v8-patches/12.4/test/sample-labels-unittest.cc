@@ -334,30 +334,50 @@ TEST_F(SampleLabelsTest, LookupReturnsNullForEveryUnusableFrame) {
   EXPECT_EQ(v8_sample_labels_find_in_cped(isolate_, *key, 0), &kRouteA);
 }
 
-// Called during GC: the lookup must not touch the heap then.
-void* lookup_during_gc = reinterpret_cast<void*>(1);
-v8::Global<v8::Object>* gc_key = nullptr;
+// Embedder code that runs around a GC: a prologue callback and a first-pass
+// weak callback. V8 12.4 runs both with a consistent heap and gc_state()
+// already (or still) NOT_IN_GC, so the lookup reads the frame normally there;
+// its "empty while gc_state() is not NOT_IN_GC" guard protects internal callers
+// and cannot be reached through the public API. What this test pins down is
+// that the lookup is safe from both places and creates no handles (the key is
+// passed as the raw slot of a handle that outlives the GC).
+void* lookup_in_prologue = nullptr;
+void* lookup_in_weak_callback = nullptr;
+v8::Value* gc_key_slot = nullptr;
+
 void LookupInPrologue(v8::Isolate* isolate, v8::GCType, v8::GCCallbackFlags) {
-  v8::HandleScope scope(isolate);
-  lookup_during_gc =
-      v8::HeapProfilerSampleLabels::FindInContinuationPreservedEmbedderData(
-          isolate, gc_key->Get(isolate), 0);
+  lookup_in_prologue = v8_sample_labels_find_in_cped(isolate, gc_key_slot, 0);
 }
 
-TEST_F(SampleLabelsTest, LookupIsEmptyDuringGC) {
+void LookupInWeakCallback(
+    const v8::WeakCallbackInfo<v8::Global<v8::Object>>& info) {
+  lookup_in_weak_callback =
+      v8_sample_labels_find_in_cped(info.GetIsolate(), gc_key_slot, 0);
+  info.GetParameter()->Reset();
+}
+
+TEST_F(SampleLabelsTest, LookupIsSafeFromGCCallbacks) {
   v8::Isolate::Scope isolate_scope(isolate_);
   v8::HandleScope scope(isolate_);
   v8::Local<v8::Context> context = v8::Context::New(isolate_);
   v8::Context::Scope context_scope(context);
   v8::Local<v8::Object> key = v8::Object::New(isolate_);
-  v8::Global<v8::Object> global_key(isolate_, key);
-  gc_key = &global_key;
+  gc_key_slot = *key;
   Frame(context, {{key, Holder(context, &kRouteA)}});
+  v8::Global<v8::Object> dying;
+  {
+    v8::HandleScope inner(isolate_);
+    dying.Reset(isolate_, v8::Object::New(isolate_));
+  }
+  dying.SetWeak(&dying, LookupInWeakCallback,
+                v8::WeakCallbackType::kParameter);
   isolate_->AddGCPrologueCallback(LookupInPrologue);
   FullGC(isolate_);
   isolate_->RemoveGCPrologueCallback(LookupInPrologue);
-  EXPECT_EQ(lookup_during_gc, nullptr);
-  gc_key = nullptr;
+  ASSERT_TRUE(dying.IsEmpty()) << "the weak callback ran";
+  EXPECT_EQ(lookup_in_prologue, &kRouteA);
+  EXPECT_EQ(lookup_in_weak_callback, &kRouteA);
+  gc_key_slot = nullptr;
 }
 
 TEST_F(SampleLabelsTest, TwoIsolatesAreIndependent) {
@@ -447,7 +467,7 @@ TEST_F(SampleLabelsTest, SwappedAllocatorSeesAllocationsAndForeignFrees) {
                                                                    counting),
             allocator_.get());
   EXPECT_EQ(isolate_->GetArrayBufferAllocator(), counting);
-  Run(context, "globalThis.buf = new ArrayBuffer(1 << 20);");
+  Run(context, "globalThis.buf = new ArrayBuffer(1 << 20); 0;");
   EXPECT_EQ(counting->bytes_.load(), 1 << 20);
 
   std::unique_ptr<v8::BackingStore> store =
@@ -463,7 +483,7 @@ TEST_F(SampleLabelsTest, SwappedAllocatorSeesAllocationsAndForeignFrees) {
   // Swap back: new stores bypass the counter, old ones still free through it.
   EXPECT_EQ(v8_sample_labels_swap_allocator(isolate_, allocator_.get()),
             counting);
-  Run(context, "globalThis.other = new ArrayBuffer(4096);");
+  Run(context, "globalThis.other = new ArrayBuffer(4096); 0;");
   EXPECT_EQ(counting->bytes_.load(), 1 << 20);
   Run(context, "globalThis.buf = undefined; globalThis.other = undefined;");
   FullGC(isolate_);
