@@ -1,0 +1,270 @@
+'use strict';
+// The export formats read by real external readers:
+// - pprof files (toPprof) read by `go tool pprof` (Debian's golang-go, installed by the test setup):
+//   sample and period types, values against the JS estimates, function names with file:line, labels
+//   (-tags, -tagfocus) on a runtime whose samples carry labels and none on a stock runtime;
+// - .heapprofile files (toHeapProfile) compared with a file Node's own `--heap-prof` writes on the
+//   same runtime: the same keys, the same value types, the same call frame for the same function.
+//
+// The profiles come from child processes (tests/fixtures/go-pprof-*.js) run with this runtime and
+// its flags (so a run without --experimental-async-context-frame checks the unlabeled case).
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { runFixture } = require('./helpers');
+
+const GO_MISSING =
+  '`go` is not on PATH: these tests read the pprof output with `go tool pprof` from the Debian ' +
+  'package golang-go, which the test setup installs (scripts/test.sh; by hand: apt-get install golang-go)';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-go-pprof-'));
+process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+
+// go writes caches and settings under HOME/GOCACHE: keep them in the temporary directory.
+const goEnv = {
+  ...process.env,
+  HOME: path.join(tmp, 'home'),
+  GOCACHE: path.join(tmp, 'gocache'),
+  GOPATH: path.join(tmp, 'gopath'),
+  PPROF_TMPDIR: path.join(tmp, 'pprof'),
+  GOFLAGS: '',
+  GOTOOLCHAIN: 'local',
+};
+fs.mkdirSync(goEnv.HOME);
+
+// Runs `go tool pprof <args>` and returns { stdout, stderr }; fails the test when go is missing or
+// pprof exits non-zero.
+function pprof(...args) {
+  const r = spawnSync('go', ['tool', 'pprof', ...args], { encoding: 'utf8', env: goEnv, timeout: 120_000 });
+  if (r.error && r.error.code === 'ENOENT') assert.fail(GO_MISSING);
+  if (r.error) throw r.error;
+  assert.equal(r.status, 0, `go tool pprof ${args.join(' ')} exited with ${r.status}:\n${r.stderr}`);
+  return { stdout: r.stdout, stderr: r.stderr };
+}
+
+// The flags of this test process (e.g. --experimental-async-context-frame) plus --expose-gc.
+const childFlags = [...new Set([...process.execArgv.filter((a) => !a.startsWith('--test')), '--expose-gc'])];
+
+let profileRun;
+// The heap-labels profile of the workload, made once: the fixture's JSON report.
+function heapLabelsProfile() {
+  if (profileRun === undefined) {
+    const dir = fs.mkdtempSync(path.join(tmp, 'profile-'));
+    const r = runFixture('go-pprof-profile.js', { nodeArgs: childFlags, args: [dir] });
+    assert.equal(r.status, 0, `go-pprof-profile.js failed:\n${r.stderr}`);
+    assert.ok(r.json, `go-pprof-profile.js printed no JSON:\n${r.stdout}`);
+    profileRun = r.json;
+  }
+  return profileRun;
+}
+
+// The `-raw` dump: header lines and samples { values: [objects, bytes], labels: {key: [values]} }.
+function parseRaw(text) {
+  const lines = text.split('\n');
+  const samplesAt = lines.indexOf('Samples:');
+  assert.ok(samplesAt >= 0, `no "Samples:" section in -raw output:\n${text.slice(0, 2000)}`);
+  const header = lines[samplesAt + 1];
+  const samples = [];
+  for (let i = samplesAt + 2; i < lines.length; i++) {
+    const line = lines[i];
+    if (/^\S/.test(line)) break; // the next section ("Locations")
+    const m = /^\s*(-?\d+)\s+(-?\d+):[\d ]*$/.exec(line);
+    if (m) {
+      samples.push({ values: [Number(m[1]), Number(m[2])], labels: {} });
+      continue;
+    }
+    // String labels of the sample above, e.g. "                route:[/go/alpha]".
+    const labelText = line.trim();
+    if (labelText && samples.length) {
+      for (const lm of labelText.matchAll(/([^\s{}:]+):\[([^\]]*)\]/g)) {
+        samples[samples.length - 1].labels[lm[1]] = lm[2].split(' ');
+      }
+    }
+  }
+  const period = /^Period: (\d+)$/m.exec(text);
+  const periodType = /^PeriodType: (.*)$/m.exec(text);
+  return { header, samples, period: period && Number(period[1]), periodType: periodType && periodType[1] };
+}
+
+const sum = (xs) => xs.reduce((a, b) => a + b, 0);
+
+test('go tool pprof is installed (the setup installs golang-go)', () => {
+  const r = spawnSync('go', ['version'], { encoding: 'utf8', env: goEnv });
+  if (r.error && r.error.code === 'ENOENT') assert.fail(GO_MISSING);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^go version go\d/);
+});
+
+test('pprof: sample types inuse_objects/count and inuse_space/bytes, period space/bytes = interval', () => {
+  const run = heapLabelsProfile();
+  const raw = parseRaw(pprof('-raw', run.pprofPath).stdout);
+  assert.match(raw.header.trim(), /^inuse_objects\/count\s+inuse_space\/bytes\[dflt\]$/);
+  assert.equal(raw.periodType, 'space bytes');
+  assert.equal(raw.period, run.sampleInterval);
+  assert.equal(run.sampleInterval, 4096);
+});
+
+test('pprof: values are the JS estimates, summed within rounding', () => {
+  const run = heapLabelsProfile();
+  const raw = parseRaw(pprof('-raw', run.pprofPath).stdout);
+  assert.ok(raw.samples.length > 0);
+  assert.ok(run.totalBytes > 5_000_000, `the workload retains ~10 MB, profile says ${run.totalBytes}`);
+  // Each pprof sample is rounded once: at most 0.5 off each.
+  const slack = raw.samples.length * 0.5 + 1;
+  const objects = sum(raw.samples.map((s) => s.values[0]));
+  const bytes = sum(raw.samples.map((s) => s.values[1]));
+  assert.ok(Math.abs(bytes - run.totalBytes) <= slack, `pprof bytes ${bytes} vs JS estimate ${run.totalBytes}`);
+  assert.ok(
+    Math.abs(objects - run.totalObjects) <= slack,
+    `pprof objects ${objects} vs JS estimate ${run.totalObjects}`,
+  );
+});
+
+test('pprof: -top names the allocating functions with file:line; -sample_index picks objects or bytes', () => {
+  const run = heapLabelsProfile();
+  const { file, alphaLine, betaLine } = run.workload;
+  const bytesTop = pprof('-top', '-lines', '-nodecount=1000', '-sample_index=inuse_space', run.pprofPath).stdout;
+  assert.match(bytesTop, /^Type: inuse_space$/m);
+  assert.ok(bytesTop.includes(`allocateAlpha ${file}:${alphaLine}`), `allocateAlpha ${file}:${alphaLine} in:\n${bytesTop}`);
+  assert.ok(bytesTop.includes(`allocateBeta ${file}:${betaLine}`), `allocateBeta ${file}:${betaLine} in:\n${bytesTop}`);
+  const objectsTop = pprof('-top', '-sample_index=inuse_objects', run.pprofPath).stdout;
+  assert.match(objectsTop, /^Type: inuse_objects$/m);
+  assert.match(objectsTop, /allocateAlpha/);
+  // The function that retains four times as much is listed first.
+  const firstRow = bytesTop.split('\n').find((l) => /allocate(Alpha|Beta)/.test(l));
+  assert.match(firstRow, /allocateAlpha/);
+});
+
+test('pprof labels: -tags lists the routes and -tagfocus keeps one route (or no labels on stock)', () => {
+  const run = heapLabelsProfile();
+  const tags = pprof('-tags', run.pprofPath).stdout;
+  if (!run.capabilities.sampleLabels) {
+    // Stock runtime (or no AsyncContextFrame): samples carry no labels.
+    assert.equal(run.labeledSamples, 0);
+    assert.doesNotMatch(tags, /route/, `no labels expected on this runtime, -tags printed:\n${tags}`);
+    const focused = pprof('-tagfocus', 'route=/go/alpha', '-top', run.pprofPath);
+    assert.match(focused.stderr, /TagFocus expression matched no samples/);
+    return;
+  }
+  assert.match(tags, /^\s*route: Total/m);
+  assert.match(tags, /\/go\/alpha/);
+  assert.match(tags, /\/go\/beta/);
+
+  const alpha = pprof('-tagfocus', 'route=/go/alpha', '-top', '-nodecount=1000', run.pprofPath).stdout;
+  assert.match(alpha, /allocateAlpha/);
+  assert.doesNotMatch(alpha, /allocateBeta/);
+  const beta = pprof('-tagfocus', 'route=/go/beta', '-top', '-nodecount=1000', run.pprofPath).stdout;
+  assert.match(beta, /allocateBeta/);
+  assert.doesNotMatch(beta, /allocateAlpha/);
+
+  // Per-route sums of the pprof samples are byLabel('route') of the JS profile.
+  const raw = parseRaw(pprof('-raw', run.pprofPath).stdout);
+  for (const group of run.byRoute) {
+    const mine = raw.samples.filter((s) =>
+      group.route === null ? !s.labels.route : (s.labels.route || []).includes(group.route),
+    );
+    const bytes = sum(mine.map((s) => s.values[1]));
+    assert.ok(
+      Math.abs(bytes - group.bytes) <= mine.length * 0.5 + 1,
+      `route ${group.route}: pprof ${bytes} bytes vs byLabel ${group.bytes}`,
+    );
+  }
+  const alphaBytes = run.byRoute.find((g) => g.route === '/go/alpha').bytes;
+  const betaBytes = run.byRoute.find((g) => g.route === '/go/beta').bytes;
+  assert.ok(alphaBytes / betaBytes > 3 && alphaBytes / betaBytes < 5.3, `alpha:beta = ${alphaBytes / betaBytes}, expected ~4`);
+});
+
+// --- .heapprofile ----------------------------------------------------------------------------------
+
+function nodesOf(head) {
+  const out = [];
+  const stack = [head];
+  while (stack.length) {
+    const node = stack.pop();
+    out.push(node);
+    stack.push(...node.children);
+  }
+  return out;
+}
+
+// The key set and value types of an object, e.g. "callFrame:object,children:array,id:number".
+function shape(obj) {
+  return Object.keys(obj)
+    .sort()
+    .map((k) => `${k}:${Array.isArray(obj[k]) ? 'array' : typeof obj[k]}`)
+    .join(',');
+}
+
+const shapesOf = (items) => [...new Set(items.map(shape))].sort();
+
+// Checks the invariants DevTools relies on and returns the shapes found. `strict`: every sample's
+// nodeId is a node of the tree (Node's own --heap-prof files do not always hold to that: V8 lists
+// samples of nodes its tree export has already left out).
+function checkHeapProfile(profile, what, { strict }) {
+  const nodes = nodesOf(profile.head);
+  const ids = new Set(nodes.map((n) => n.id));
+  assert.equal(ids.size, nodes.length, `${what}: node ids are unique`);
+  assert.equal(profile.head.callFrame.functionName, '(root)', `${what}: the root is (root)`);
+  if (strict) {
+    for (const s of profile.samples) assert.ok(ids.has(s.nodeId), `${what}: sample of unknown node ${s.nodeId}`);
+  }
+  // selfSize of a node is its samples' sizes (V8 rounds counts per node in one and per sample in
+  // the other; both are estimates of the same bytes).
+  const bySamples = new Map();
+  for (const s of profile.samples) bySamples.set(s.nodeId, (bySamples.get(s.nodeId) || 0) + s.size);
+  for (const n of nodes) {
+    const fromSamples = bySamples.get(n.id) || 0;
+    if (Math.max(n.selfSize, fromSamples) > 100_000) {
+      const ratio = n.selfSize / fromSamples;
+      assert.ok(ratio > 0.9 && ratio < 1.1, `${what}: node ${n.callFrame.functionName} selfSize ${n.selfSize} vs samples ${fromSamples}`);
+    }
+  }
+  return {
+    top: shape(profile),
+    nodes: shapesOf(nodes),
+    callFrames: shapesOf(nodes.map((n) => n.callFrame)),
+    samples: shapesOf(profile.samples),
+  };
+}
+
+test('.heapprofile has the keys, types and call frames of a `node --heap-prof` file', (t) => {
+  if (!process.features.inspector) {
+    t.skip(`this runtime is built without the inspector, so it cannot write --heap-prof files to compare with`);
+    return;
+  }
+  const run = heapLabelsProfile();
+  const ours = JSON.parse(fs.readFileSync(run.heapprofilePath, 'utf8'));
+
+  const refDir = fs.mkdtempSync(path.join(tmp, 'heap-prof-'));
+  const r = runFixture('go-pprof-heap-prof.js', {
+    nodeArgs: ['--heap-prof', '--heap-prof-dir', refDir, '--heap-prof-interval', '4096'],
+  });
+  assert.equal(r.status, 0, `node --heap-prof failed:\n${r.stderr}`);
+  const files = fs.readdirSync(refDir).filter((f) => f.endsWith('.heapprofile'));
+  assert.equal(files.length, 1, `node --heap-prof wrote ${files.join(', ') || 'nothing'}`);
+  const reference = JSON.parse(fs.readFileSync(path.join(refDir, files[0]), 'utf8'));
+
+  const refShapes = checkHeapProfile(reference, 'node --heap-prof', { strict: false });
+  const ourShapes = checkHeapProfile(ours, 'toHeapProfile()', { strict: true });
+  assert.deepEqual(ourShapes, refShapes);
+  assert.equal(ourShapes.top, 'head:object,samples:array');
+  assert.deepEqual(ourShapes.callFrames, [
+    'columnNumber:number,functionName:string,lineNumber:number,scriptId:string,url:string',
+  ]);
+
+  // The same function has the same call frame (0-based lines and columns) in both.
+  const frameOf = (profile, name) => {
+    const node = nodesOf(profile.head).find((n) => n.callFrame.functionName === name);
+    assert.ok(node, `no ${name} node`);
+    const { functionName, url, lineNumber, columnNumber } = node.callFrame;
+    return { functionName, url, lineNumber, columnNumber };
+  };
+  for (const name of ['allocateAlpha', 'allocateBeta']) {
+    assert.deepEqual(frameOf(ours, name), frameOf(reference, name));
+  }
+  assert.equal(frameOf(ours, 'allocateAlpha').lineNumber, run.workload.alphaLine - 1);
+});
