@@ -1,0 +1,231 @@
+'use strict';
+// Reading a large profile: getAllocationProfile() + byLabel() + toPprof() for ~100k live samples
+// against Node's own sampling heap profile read through the inspector
+// (HeapProfiler.getSamplingProfile) for the same heap.
+//
+//   node benchmark/inprocess/read-profile.js [--runtime stock=/path/node --runtime patched=/path/node]
+//        [--quick] [--pairs 5] [--reads 5] [--samples 100000] [--interval 256]
+//
+// The two profilers are the same V8 sampling heap profiler, so they cannot run at once: each
+// measurement is a child process (phase `ours` or `inspector`) that starts its profiler, builds the
+// same heap (objects from 8 allocation sites, spread over 100 label sets: labels are captured on a
+// patched runtime only), runs a full GC and reads the profile `reads` times; the median read counts.
+// Phases alternate (ours, inspector, inspector, ours, ...) over `pairs` pairs. A runtime without the
+// inspector (the patched test build has none) runs `ours` only and is compared with the inspector
+// phase of the first runtime that has one, pair by pair.
+
+const { spawnSync } = require('node:child_process');
+
+const inspector = (() => {
+  try {
+    return require('node:inspector');
+  } catch {
+    return null;
+  }
+})();
+const c = require('./common');
+
+const LABEL_SETS = 100;
+
+// ~`bytes` of live objects from 8 sites at different stack depths, labeled round-robin.
+function buildHeap(bytes, withLabels) {
+  const kept = [];
+  const perObject = 56; // a 4-property object on 64-bit V8 without pointer compression
+  const n = Math.ceil(bytes / perObject);
+  const sites = [
+    (i) => ({ a: i, b: null, c: null, d: null }),
+    (i) => ({ k: i, v: i, w: null, x: null }),
+    (i) => ({ id: i, p: 1, q: 2, r: 3 }),
+    (i) => ({ s: i, t: null, u: null, z: null }),
+  ];
+  const chunk = 1000;
+  const run = (i0, depth) => {
+    if (depth > 0) return run(i0, depth - 1);
+    const site = sites[(i0 / chunk) % sites.length];
+    for (let i = i0; i < Math.min(n, i0 + chunk); i++) kept.push(site(i));
+    return undefined;
+  };
+  const hl = withLabels ? require('../../lib') : null;
+  for (let i0 = 0, k = 0; i0 < n; i0 += chunk, k++) {
+    const depth = k % 2; // two depths per site: 8 distinct stacks
+    if (hl) hl.withHeapProfileLabels({ route: `/route/${k % LABEL_SETS}` }, () => run(i0, depth));
+    else run(i0, depth);
+  }
+  return kept;
+}
+
+function forceGc() {
+  globalThis.gc();
+  globalThis.gc();
+}
+
+function childOurs(args) {
+  const hl = require('../../lib');
+  const interval = Number(args.interval);
+  const reads = Number(args.reads);
+  const handle = hl.startHeapProfile({ sampleInterval: interval });
+  const kept = buildHeap(Number(args.samples) * interval, true);
+  const t = { get: [], byLabel: [], toPprof: [], toHeapProfile: [] };
+  let samples = 0;
+  let labeled = 0;
+  let pprofBytes = 0;
+  for (let r = 0; r < reads; r++) {
+    forceGc(); // the previous read's objects are garbage: collect them (and drop their samples)
+    let profile;
+    t.get.push(c.timeMs(() => (profile = handle.getAllocationProfile())));
+    t.byLabel.push(c.timeMs(() => profile.byLabel('route')));
+    let pprof;
+    t.toPprof.push(c.timeMs(() => (pprof = profile.toPprof())));
+    t.toHeapProfile.push(c.timeMs(() => profile.toHeapProfile()));
+    samples = profile.samples.length;
+    labeled = profile.samples.filter((s) => s.labels !== undefined).length;
+    pprofBytes = pprof.length;
+  }
+  handle.stop();
+  return {
+    phase: 'ours',
+    samples,
+    labeled,
+    pprofBytes,
+    kept: kept.length,
+    ms: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, c.median(v)])),
+  };
+}
+
+async function childInspector(args) {
+  const interval = Number(args.interval);
+  const reads = Number(args.reads);
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method, params) =>
+    new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
+  await post('HeapProfiler.enable');
+  await post('HeapProfiler.startSampling', { samplingInterval: interval });
+  const kept = buildHeap(Number(args.samples) * interval, false);
+  const t = { get: [], stringify: [] };
+  let samples = 0;
+  let jsonBytes = 0;
+  for (let r = 0; r < reads; r++) {
+    forceGc();
+    const t0 = process.hrtime.bigint();
+    const { profile } = await post('HeapProfiler.getSamplingProfile');
+    t.get.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    let json;
+    t.stringify.push(c.timeMs(() => (json = JSON.stringify(profile))));
+    samples = profile.samples.length;
+    jsonBytes = json.length;
+  }
+  await post('HeapProfiler.stopSampling');
+  session.disconnect();
+  return {
+    phase: 'inspector',
+    samples,
+    jsonBytes,
+    kept: kept.length,
+    ms: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, c.median(v)])),
+  };
+}
+
+function parent(args) {
+  const quick = Boolean(args.quick);
+  const pairs = Number(args.pairs || (quick ? 1 : 5));
+  const reads = Number(args.reads || (quick ? 2 : 5));
+  const samples = Number(args.samples || (quick ? 10_000 : 100_000));
+  const interval = Number(args.interval || 256);
+  const runtimes = c.runtimesFrom(args.runtime);
+  const childArgs = (phase) =>
+    ['--child', phase, '--reads', reads, '--samples', samples, '--interval', interval].map(String);
+  const features = Object.fromEntries(
+    runtimes.map((rt) => {
+      const r = spawnSync(rt.node, ['-p', 'process.features.inspector'], {
+        encoding: 'utf8',
+      });
+      return [rt.name, r.stdout.trim() === 'true'];
+    }),
+  );
+  const ref = runtimes.find((rt) => features[rt.name]);
+  const res = Object.fromEntries(runtimes.map((rt) => [rt.name, { ours: [], inspector: [] }]));
+  for (let p = 0; p < pairs; p++) {
+    const jobs = [];
+    for (const rt of runtimes) {
+      jobs.push([rt, 'ours']);
+      if (features[rt.name]) jobs.push([rt, 'inspector']);
+    }
+    if (p % 2 === 1) jobs.reverse();
+    for (const [rt, phase] of jobs) {
+      process.stderr.write(`read-profile: pair ${p + 1}/${pairs} ${rt.name} ${phase}\n`);
+      res[rt.name][phase].push(c.runChild(rt, __filename, childArgs(phase), { extraFlags: ['--expose-gc'] }));
+    }
+  }
+
+  const out = [];
+  out.push('### Reading a profile of ~100k live samples: heap-labels vs the inspector');
+  out.push('');
+  out.push(
+    `sampleInterval ${interval} B, ~${samples} live samples from 8 stacks and ${LABEL_SETS} label sets; ` +
+      `${pairs} alternating process pairs, median of ${reads} reads per process; ` +
+      'ratios per pair (median, IQR, range).',
+  );
+  out.push('');
+  const rows = [];
+  for (const rt of runtimes) {
+    const ours = res[rt.name].ours;
+    const insp = (features[rt.name] ? res[rt.name] : ref ? res[ref.name] : { inspector: [] }).inspector;
+    const total = ours.map((o) => o.ms.get + o.ms.byLabel + o.ms.toPprof);
+    const ratioTo = insp.length ? c.fmtRatio(total.map((x, i) => x / insp[i].ms.get)) : 'n/a (no inspector)';
+    rows.push([
+      `${rt.name} (${rt.version})`,
+      `${Math.round(c.median(ours.map((o) => o.samples)))} (${Math.round(c.median(ours.map((o) => o.labeled)))} labeled)`,
+      c.fmtValue(ours.map((o) => o.ms.get), 1, 'ms'),
+      c.fmtValue(ours.map((o) => o.ms.byLabel), 1, 'ms'),
+      c.fmtValue(ours.map((o) => o.ms.toPprof), 1, 'ms'),
+      c.fmtValue(total, 1, 'ms'),
+      c.fmtValue(ours.map((o) => o.ms.toHeapProfile), 1, 'ms'),
+      insp.length
+        ? `${c.fmtValue(insp.map((o) => o.ms.get), 1, 'ms')}${features[rt.name] ? '' : ` (${ref.name})`}`
+        : 'n/a',
+      ratioTo,
+    ]);
+  }
+  out.push(
+    c.table(
+      [
+        'runtime',
+        'samples',
+        'getAllocationProfile',
+        'byLabel',
+        'toPprof',
+        'get+byLabel+toPprof',
+        'toHeapProfile',
+        'inspector getSamplingProfile',
+        'ours vs inspector',
+      ],
+      rows,
+    ),
+  );
+  if (ref) {
+    const insp = res[ref.name].inspector;
+    out.push('');
+    out.push(
+      `Inspector on ${ref.name}: ${Math.round(c.median(insp.map((o) => o.samples)))} samples, JSON ` +
+        `${(c.median(insp.map((o) => o.jsonBytes)) / 1e6).toFixed(1)} MB, JSON.stringify ` +
+        `${c.fmtValue(insp.map((o) => o.ms.stringify), 1, 'ms')}; our pprof ` +
+        `${(c.median(res[ref.name].ours.map((o) => o.pprofBytes)) / 1024).toFixed(1)} KiB (gzip).`,
+    );
+  }
+  out.push('');
+  return { markdown: out.join('\n'), results: res };
+}
+
+if (require.main === module) {
+  const args = c.parseArgs(process.argv.slice(2), { flags: ['quick'], repeatable: ['runtime'] });
+  if (args.child === 'ours') {
+    console.log(JSON.stringify(childOurs(args)));
+  } else if (args.child === 'inspector') {
+    childInspector(args).then((r) => console.log(JSON.stringify(r)));
+  } else {
+    const { markdown, results } = parent(args);
+    if (args.json) require('node:fs').writeFileSync(args.json, JSON.stringify(results, null, 2));
+    console.log(markdown);
+  }
+}
