@@ -162,7 +162,7 @@ impl NativeProfile {
     /// Signature: `() => Buffer` - gzip-compressed pprof `profile.proto`.
     #[napi]
     pub fn to_pprof(&self) -> Buffer {
-        pprof::encode(&self.read.profile).into()
+        pprof::encode_with(&self.read.profile, &self.read.encode_options).into()
     }
 
     /// Signature: `() => string` - DevTools `.heapprofile` JSON.

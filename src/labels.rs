@@ -18,8 +18,9 @@ pub fn intern_word(
             values: values.len(),
         });
     }
-    // Sets that lost their last holder go away here, on the isolate thread (never in V8 callbacks).
-    registry.prune();
+    // Sets that lost their last holder go away here, on the isolate thread (never in V8 callbacks);
+    // amortized, so that interning stays O(1).
+    registry.prune_if_due();
     let set = registry.intern(keys.into_iter().zip(values).collect())?;
     Ok(LabelSet::into_word(set))
 }

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use heap_labels_core::pprof::EncodeOptions;
 use heap_labels_core::{CallFrame, LabelSet, Profile, Sample};
 
 use crate::bridge::ffi;
@@ -37,6 +38,8 @@ pub struct ReadProfile {
     pub profile: Profile,
     /// V8's scaled `count` of each sample, aligned with `profile.samples`.
     pub v8_counts: Vec<u32>,
+    /// pprof header times (session start, duration).
+    pub encode_options: EncodeOptions,
 }
 
 /// Builds the core model from a raw V8 profile. Nodes keep V8's pre-order, so raw parent indices
@@ -72,7 +75,11 @@ pub fn build_profile(
     }
     profile.external = external.by_set;
     profile.unlabeled_external = external.unlabeled;
-    ReadProfile { profile, v8_counts }
+    ReadProfile {
+        profile,
+        v8_counts,
+        encode_options: EncodeOptions::default(),
+    }
 }
 
 /// The label set a sample's word refers to (`None` for 0).

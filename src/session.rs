@@ -1,6 +1,9 @@
 //! The lifecycle of a heap profile session: one per isolate, because V8 keeps one sampling heap
 //! profiler per isolate.
 
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use heap_labels_core::pprof::EncodeOptions;
 use heap_labels_core::DEFAULT_MAX_SETS;
 
 use crate::bridge::ffi;
@@ -75,6 +78,23 @@ impl SessionOptions {
 pub struct Session {
     pub id: u32,
     pub options: SessionOptions,
+    /// When the profiler started, for the pprof header.
+    pub started_at: SystemTime,
+    pub started: Instant,
+}
+
+impl Session {
+    /// pprof header times: the session start and how long it has run.
+    fn encode_options(&self) -> EncodeOptions {
+        let since_epoch = self
+            .started_at
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        EncodeOptions {
+            time_nanos: i64::try_from(since_epoch.as_nanos()).unwrap_or(0),
+            duration_nanos: i64::try_from(self.started.elapsed().as_nanos()).unwrap_or(0),
+        }
+    }
 }
 
 /// Starts the isolate's sampling heap profiler and returns the new session's id.
@@ -91,7 +111,12 @@ pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
     }
     let id = state.next_session_id;
     state.next_session_id += 1;
-    state.session = Some(Session { id, options });
+    state.session = Some(Session {
+        id,
+        options,
+        started_at: SystemTime::now(),
+        started: Instant::now(),
+    });
     Ok(id)
 }
 
@@ -100,11 +125,9 @@ pub fn read(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
     let session = running(state, id)?;
     let raw = state.v8_mut().read_profile()?;
     let external = model::ExternalInput::read(state);
-    Ok(model::build_profile(
-        raw,
-        session.options.sample_interval,
-        external,
-    ))
+    let mut read = model::build_profile(raw, session.options.sample_interval, external);
+    read.encode_options = session.encode_options();
+    Ok(read)
 }
 
 /// Reads the last profile of session `id`, then stops the profiler.

@@ -148,6 +148,8 @@ function decodePprof(gz) {
       const f = decodeMessage(b);
       return { id: int(f, 1), name: str(int(f, 2)), filename: str(int(f, 4)), startLine: int(f, 5) };
     }),
+    timeNanos: int(top, 9),
+    durationNanos: int(top, 10),
     periodType: top[11] ? valueType(top[11][0]) : undefined,
     period: int(top, 12),
   };

@@ -213,6 +213,8 @@ test('toPprof is gzip\'d profile.proto with heap sample types, functions, files 
   ]);
   assert.deepEqual(pprof.periodType, { type: 'space', unit: 'bytes' });
   assert.equal(pprof.period, interval);
+  assert.ok(Math.abs(pprof.timeNanos / 1e6 - Date.now()) < 600_000, 'time_nanos is the session start');
+  assert.ok(pprof.durationNanos > 0);
   assert.ok(pprof.samples.length > 0);
 
   const locations = new Map(pprof.locations.map((l) => [l.id, l]));

@@ -48,12 +48,16 @@ test('each worker has its own labels and its own profile, concurrently with the 
   try {
     await withHeapProfileLabels({ thread: 'main' }, async () => {
       const worker = new Worker(workerCode, { eval: true, workerData: { libPath } });
+      // Listen for 'exit' now: when the worker exits first, Node emits its last 'message' and then
+      // 'exit' in the same tick, before an await after the message could register a listener.
+      const exited = once(worker, 'exit');
       const [ready] = await once(worker, 'message');
       assert.equal(ready, 'ready');
       mainOnlyAllocator();
       worker.postMessage('report');
       const [report] = await once(worker, 'message');
-      await once(worker, 'exit');
+      const [exitCode] = await exited;
+      assert.equal(exitCode, 0);
 
       assert.equal(report.seenAtStart, null, 'main thread labels leaked into the worker');
       assert.match(report.secondStart, /already running/);
