@@ -2,7 +2,7 @@
 // withHeapProfileLabels / setHeapProfileLabels against bare AsyncLocalStorage.run / enterWith.
 //
 //   node [--experimental-async-context-frame] benchmark/inprocess/context.js [--quick] [--reps 15]
-//        [--calls 200000]
+//        [--calls 200000] [--name runtime-name]
 //
 // Cases, each timed over `calls` calls, in rotating order, `reps` times in this one process:
 //   als.run             AsyncLocalStorage#run(store, fn) with a prepared store (the baseline)
@@ -109,7 +109,8 @@ async function main(args) {
   addRows('sync fn', syncTimes);
   addRows('async fn', asyncTimes);
   const out = [];
-  out.push('### Context API: withHeapProfileLabels / setHeapProfileLabels vs bare AsyncLocalStorage');
+  const name = args.name ? `${args.name}, ` : '';
+  out.push(`### Context API (${name}Node.js ${process.version}): heap-labels vs bare AsyncLocalStorage`);
   out.push('');
   out.push(
     `Node.js ${process.version}, asyncContextFrame ${caps.asyncContextFrame}; ${calls} sync calls ` +
