@@ -54,8 +54,17 @@ const routes = {
     const rows = await fetchRows('users', page);
     const users = rows
       .filter((u) => u.active)
-      .map((u) => ({ id: u.id, name: u.name.toUpperCase(), domain: u.email.split('@')[1], since: u.createdAt.slice(0, 10), tags: u.tags }));
-    return { page, count: users.length, users };
+      .map((u) => ({
+        id: u.id,
+        name: u.name.toUpperCase(),
+        initials: u.name.split(' ').map((w) => w[0]).join(''),
+        domain: u.email.split('@')[1],
+        since: new Date(u.createdAt).toISOString().slice(0, 10),
+        tags: u.tags.map((t) => `#${t}`),
+      }));
+    const byDomain = {};
+    for (const u of users) byDomain[u.domain] = (byDomain[u.domain] || 0) + 1;
+    return { page, count: users.length, byDomain, users };
   },
   async '/api/orders'(page) {
     const rows = await fetchRows('orders', page);
@@ -66,8 +75,11 @@ const routes = {
       s.total += o.total;
       s.items += o.items.reduce((n, it) => n + it.qty, 0);
     }
-    const top = [...rows].sort((a, b) => b.total - a.total).slice(0, 10);
-    return { page, byStatus, top };
+    const top = [...rows].sort((a, b) => b.total - a.total).slice(0, 20);
+    const skus = new Map();
+    for (const o of rows) for (const it of o.items) skus.set(it.sku, (skus.get(it.sku) || 0) + it.qty);
+    const bestSellers = [...skus].sort((a, b) => b[1] - a[1]).slice(0, 10).map(([sku, qty]) => ({ sku, qty }));
+    return { page, byStatus, top, bestSellers };
   },
   async '/api/products'(page) {
     const rows = await fetchRows('products', page);
@@ -78,7 +90,9 @@ const routes = {
       min: prices[0],
       max: prices[prices.length - 1],
       mean: prices.reduce((a, b) => a + b, 0) / prices.length,
-      inStock: sorted.filter((p) => p.stock > 0).map((p) => ({ sku: p.sku, title: p.title, price: p.price })),
+      inStock: sorted
+        .filter((p) => p.stock > 0)
+        .map((p) => ({ sku: p.sku, title: p.title, price: p.price, words: p.description.split(' ').length })),
     };
   },
 };

@@ -1,14 +1,14 @@
 'use strict';
 // The "database" of the HTTP benchmark: a node:http server that answers
 //   GET /rows?table=users|orders|products&page=N
-// with a JSON array of 50 rows. Pages are encoded once at start, so this server stays cheap and the
+// with a JSON array of 100 rows. Pages are encoded once at start, so this server stays cheap and the
 // app server (the one measured) is the bottleneck.
 //
 //   node benchmark/http/db-server.js [--port 0]   (prints "LISTENING <port>" when ready)
 
 const http = require('node:http');
 
-const PAGE_SIZE = 50;
+const PAGE_SIZE = 100;
 const STATUSES = ['new', 'paid', 'shipped', 'delivered', 'returned'];
 const WORDS = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu'.split(' ');
 
