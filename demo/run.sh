@@ -2,7 +2,7 @@
 # The heap-labels demo from a fresh machine of this kind: installs the stock runtimes
 # (scripts/runtimes.sh), picks the patched Node.js 22.22.2 when it has been built
 # (tools/patched-node/build.sh), otherwise stock 22.22.2 with --experimental-async-context-frame,
-# builds the addon for that runtime (npm run build) and runs demo/run.js.
+# builds the addon (npm run build; one build serves both) and runs demo/run.js.
 #
 #   demo/run.sh [demo/run.js options, e.g. --requests 20000 --in-process --out DIR]
 #
@@ -34,8 +34,10 @@ else
   log "  (build it once with tools/patched-node/build.sh; the demo then uses it automatically)"
 fi
 
-log "building the addon for $("$node" --version) (npm run build)"
-PATH="$(dirname "$node"):$PATH" npm run build --silent
+# One addon build for Node 22 (ABI 127), against the stock headers, serves stock and patched alike:
+# it finds the patched runtime's API at run time.
+log "building the addon (npm run build with stock Node.js 22.22.2)"
+PATH="$(dirname "$stock_node"):$PATH" npm run build --silent
 
 if ! command -v go >/dev/null; then
   log "note: 'go tool pprof' (Debian package golang-go) reads the pprof file the demo writes"
