@@ -41,6 +41,19 @@ function moduleVersion(include) {
   return match[1];
 }
 
+// V8's API differs before Node.js 22 (V8 12.4): older headers are refused with the way out.
+function checkSupported(include) {
+  const header = fs.readFileSync(path.join(include, 'node_version.h'), 'utf8');
+  const major = Number((/#define NODE_MAJOR_VERSION (\d+)/.exec(header) || [])[1]);
+  if (!(major >= 22)) {
+    fail(
+      `the headers in ${include} are of Node.js ${major || 'unknown'}; heap-labels needs 22 or newer. ` +
+        'Put a supported runtime first on PATH, e.g. ' +
+        'PATH="$(scripts/runtimes.sh bin 22.22.2):$PATH" npm run build',
+    );
+  }
+}
+
 function cargoBuild(include, release) {
   const args = ['build', '-p', 'heap-labels', '--lib'];
   if (release) args.push('--release');
@@ -73,6 +86,7 @@ function install(release, abi) {
 function main() {
   const release = !process.argv.includes('--debug');
   const include = includeDir();
+  checkSupported(include);
   const abi = moduleVersion(include);
   cargoBuild(include, release);
   install(release, abi);
