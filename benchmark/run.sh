@@ -111,10 +111,17 @@ log "criterion (cargo bench --manifest-path core/Cargo.toml)"
       echo "cargo bench failed"
       status=1
     fi
-    # "name  time: [a b c]" (long names print the time on the next line) and throughput lines.
-    awk '/^Benchmarking/ {next} /^[A-Za-z0-9_\/ -]+ *time:/ {print; next}
-         /^[A-Za-z0-9_\/-]+$/ {name=$0; next} /^ +time:/ {print name $0; next} /^ +thrpt:/ {print "    " $0}' \
-      "$tmp/criterion.log"
+    # "name  time: [low mean high]" (long names print the time on the next line) and throughput;
+    # criterion's "change:" block against an earlier run is left out.
+    awk '
+      /^Benchmarking/ { next }
+      /^[^ ].* +time: / { name = $0; sub(/ +time:.*/, "", name); inchange = 0; t = $0; sub(/^[^ ]+ +/, "", t)
+                          printf "%-58s %s\n", name, t; next }
+      /^[^ ]+$/ { name = $0; inchange = 0; next }
+      /^ +change:/ { inchange = 1; next }
+      /^ +time:/ && !inchange { t = $0; sub(/^ +/, "", t); printf "%-58s %s\n", name, t; next }
+      /^ +thrpt:/ && !inchange { t = $0; sub(/^ +/, "", t); printf "%-58s %s\n", "", t; next }
+    ' "$tmp/criterion.log"
     echo '```'
   fi
   echo
