@@ -38,6 +38,10 @@ fn main() {
         .include("cpp/include")
         .include(&include)
         .flag_if_supported("-fno-strict-aliasing")
+        // Node (and its V8) are built without RTTI, so V8 classes have no typeinfo to link against;
+        // subclassing one (the counting ArrayBuffer allocator) needs the same setting, as node-gyp
+        // uses for every addon.
+        .flag("-fno-rtti")
         .flag_if_supported("-Wno-unused-parameter")
         .define("BUILDING_NODE_EXTENSION", None)
         .define("_LARGEFILE_SOURCE", None)

@@ -4,13 +4,18 @@
 
 #include "heap-labels/src/bridge.rs.h"
 #include "heap_labels/js_value.h"
+#include "heap_labels/patched_api.h"
+#include "heap_labels/sample_labels.h"
 #include "heap_labels/sampling.h"
 #include "heap_labels/v8_compat.h"
 
 namespace heap_labels {
 
-IsolateState::IsolateState(v8::Isolate* isolate)
-    : isolate_(isolate), holders_(isolate) {}
+IsolateState::IsolateState(v8::Isolate* isolate,
+                           std::size_t external_counters)
+    : isolate_(isolate),
+      external_counters_(external_counters),
+      holders_(isolate) {}
 
 IsolateState::~IsolateState() {
   // Environment teardown: a session left running would keep sampling into a
@@ -21,13 +26,46 @@ IsolateState::~IsolateState() {
 
 bool IsolateState::start_sampling(const StartOptions& options) {
   if (sampling_) return false;
-  sampling_ = StartSamplingHeapProfiler(isolate_, options);
+  sampling_ = StartProfiler(options);
+  if (sampling_) StartExternalTracking();
   return sampling_;
+}
+
+// A labeled session on the patched runtime once lib/ registered its key; a
+// plain one otherwise.
+bool IsolateState::StartProfiler(const StartOptions& options) {
+  if (!GetPatchedApi().sample_labels_ready || labels_key_.IsEmpty()) {
+    return StartSamplingHeapProfiler(isolate_, options);
+  }
+  return StartLabeledSampling(isolate_, &labels_key_, options.sample_interval,
+                              options.stack_depth, SamplingFlags(options));
+}
+
+void IsolateState::StartExternalTracking() {
+  const PatchedApi& api = GetPatchedApi();
+  if (!api.external_bytes_ready || labels_key_.IsEmpty()) return;
+  if (counting_allocator_ == nullptr) {
+    counting_allocator_ = new CountingAllocator(
+        isolate_, isolate_->GetArrayBufferAllocator(), external_counters_);
+  }
+  counting_allocator_->set_labels_key(&labels_key_);
+  api.swap_allocator(isolate_, counting_allocator_);
+  external_tracking_ = true;
+}
+
+// New backing stores bypass the counter again; blocks it made still free
+// through it, so their bytes keep being subtracted.
+void IsolateState::StopExternalTracking() {
+  if (!external_tracking_) return;
+  counting_allocator_->set_labels_key(nullptr);
+  GetPatchedApi().swap_allocator(isolate_, counting_allocator_->inner());
+  external_tracking_ = false;
 }
 
 void IsolateState::stop_sampling() {
   // Never stop a profiler somebody else (the inspector, --heap-prof) owns.
   if (!sampling_) return;
+  StopExternalTracking();
   StopSamplingHeapProfiler(isolate_);
   sampling_ = false;
 }
@@ -75,8 +113,9 @@ uint64_t IsolateState::external_memory() const {
   return statistics.external_memory();
 }
 
-std::unique_ptr<IsolateState> new_isolate_state() {
-  return std::make_unique<IsolateState>(v8::Isolate::GetCurrent());
+std::unique_ptr<IsolateState> new_isolate_state(std::size_t external_counters) {
+  return std::make_unique<IsolateState>(v8::Isolate::GetCurrent(),
+                                        external_counters);
 }
 
 }  // namespace heap_labels

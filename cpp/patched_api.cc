@@ -2,48 +2,73 @@
 
 #include <dlfcn.h>
 
-#include <v8.h>
-
 #include "heap-labels/src/bridge.rs.h"
 
 namespace heap_labels {
 
 namespace {
 
+constexpr char kVersionSymbol[] = "v8_sample_labels_api_version";
+
 // Looks a symbol up in the global scope of the process (node exports V8's
 // symbols with -rdynamic), never linking to it.
-void* FindSymbol(const char* name) {
-  return dlsym(RTLD_DEFAULT, name);
+template <typename Fn>
+Fn FindSymbol(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, name));
+}
+
+void ExplainStock(PatchedApi* api) {
+  const std::string v8 = v8::V8::GetVersion();
+  api->sample_labels_reason =
+      "sampleLabels: this runtime's V8 " + v8 +
+      " has no sample-labels API (symbol " + kVersionSymbol +
+      " not found); per-sample labels need the patched Node.js 22.22.2 "
+      "(tools/patched-node/build.sh)";
+  api->external_bytes_reason =
+      "externalBytes: per-label ArrayBuffer/Buffer bytes need the patched "
+      "runtime's allocator swap (symbol " +
+      std::string(kVersionSymbol) +
+      " not found); external memory is reported as one unlabeled total";
 }
 
 PatchedApi ResolvePatchedApi() {
   PatchedApi api;
-  api.version = reinterpret_cast<PatchedApi::VersionFn>(
-      FindSymbol(kVersionSymbol));
+  api.version = FindSymbol<PatchedApi::VersionFn>(kVersionSymbol);
   if (api.version == nullptr) {
-    std::string v8 = v8::V8::GetVersion();
-    api.sample_labels_reason =
-        "sampleLabels: this runtime's V8 " + v8 +
-        " has no sample-labels API (symbol " + kVersionSymbol +
-        " not found); per-sample labels need the patched Node.js 22.22.2 "
-        "(tools/patched-node)";
-    api.external_bytes_reason =
-        "externalBytes: per-label ArrayBuffer/Buffer bytes need the patched "
-        "runtime's allocator hook (symbol " +
-        std::string(kVersionSymbol) +
-        " not found); external memory is reported as one unlabeled total";
+    ExplainStock(&api);
     return api;
   }
-  // SEAM (patched runtime): resolve the remaining entry points here, check
-  // api.version() against what this addon supports, and set the *_ready
-  // flags. Until that half is written, a patched runtime is reported as
-  // found but not wired.
-  std::string found = "the patched sample-labels API (version " +
-                      std::to_string(api.version()) + ") is present, but ";
-  api.sample_labels_reason =
-      "sampleLabels: " + found + "this addon build does not wire it yet";
-  api.external_bytes_reason =
-      "externalBytes: " + found + "this addon build does not wire it yet";
+  const uint32_t version = api.version();
+  if (version != kSupportedApiVersion) {
+    const std::string found = "the runtime's sample-labels API is version " +
+                              std::to_string(version) + ", this addon speaks " +
+                              std::to_string(kSupportedApiVersion);
+    api.sample_labels_reason = "sampleLabels: " + found;
+    api.external_bytes_reason = "externalBytes: " + found;
+    return api;
+  }
+  api.start_sampling = FindSymbol<PatchedApi::StartSamplingFn>(
+      "v8_sample_labels_start_sampling");
+  api.sample_labels_of =
+      FindSymbol<PatchedApi::SampleLabelsFn>("v8_sample_labels_get");
+  api.find_in_cped =
+      FindSymbol<PatchedApi::FindInCpedFn>("v8_sample_labels_find_in_cped");
+  api.swap_allocator = FindSymbol<PatchedApi::SwapAllocatorFn>(
+      "v8_sample_labels_swap_allocator");
+  api.sample_labels_ready = api.start_sampling != nullptr &&
+                            api.sample_labels_of != nullptr &&
+                            api.find_in_cped != nullptr;
+  api.external_bytes_ready =
+      api.swap_allocator != nullptr && api.find_in_cped != nullptr;
+  if (!api.sample_labels_ready) {
+    api.sample_labels_reason =
+        "sampleLabels: the runtime exports the sample-labels version probe "
+        "but not every entry point";
+  }
+  if (!api.external_bytes_ready) {
+    api.external_bytes_reason =
+        "externalBytes: the runtime exports no ArrayBuffer allocator swap";
+  }
   return api;
 }
 

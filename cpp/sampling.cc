@@ -9,6 +9,7 @@
 #include <v8-profiler.h>
 
 #include "heap-labels/src/bridge.rs.h"
+#include "heap_labels/sample_labels.h"
 
 namespace heap_labels {
 
@@ -55,27 +56,32 @@ void CopyNodes(v8::Isolate* isolate, v8::AllocationProfile::Node* root,
   }
 }
 
+// Copies the samples with their label words (patched runtime; 0 on stock).
+// Each copied word takes its own reference while V8's sample still holds one,
+// so the Rust model owns what it reads even if V8 drops the sample later.
 void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out) {
   const std::vector<v8::AllocationProfile::Sample>& samples =
       profile.GetSamples();
+  std::size_t word_count = 0;
+  const uintptr_t* words = SampleLabelsOf(&profile, &word_count);
+  if (word_count != samples.size()) words = nullptr;
   out->reserve(samples.size());
-  for (const v8::AllocationProfile::Sample& sample : samples) {
+  for (std::size_t i = 0; i < samples.size(); i++) {
+    const v8::AllocationProfile::Sample& sample = samples[i];
     RawSample raw;
     raw.node_id = sample.node_id;
     raw.size = sample.size;
     raw.count = sample.count;
     raw.sample_id = sample.sample_id;
-    // SEAM (patched runtime): the patched GetAllocationProfile hands back
-    // each sample's label word aligned with GetSamples(); 0 on stock.
-    raw.label_word = 0;
+    raw.label_word = words != nullptr ? words[i] : 0;
+    if (raw.label_word != 0) retain_label_word(raw.label_word);
     out->push_back(raw);
   }
 }
 
 }  // namespace
 
-bool StartSamplingHeapProfiler(v8::Isolate* isolate,
-                               const StartOptions& options) {
+int SamplingFlags(const StartOptions& options) {
   int flags = v8::HeapProfiler::kSamplingNoFlags;
   if (options.include_major_gc) {
     flags |= v8::HeapProfiler::kSamplingIncludeObjectsCollectedByMajorGC;
@@ -83,9 +89,14 @@ bool StartSamplingHeapProfiler(v8::Isolate* isolate,
   if (options.include_minor_gc) {
     flags |= v8::HeapProfiler::kSamplingIncludeObjectsCollectedByMinorGC;
   }
+  return flags;
+}
+
+bool StartSamplingHeapProfiler(v8::Isolate* isolate,
+                               const StartOptions& options) {
   return isolate->GetHeapProfiler()->StartSamplingHeapProfiler(
       options.sample_interval, options.stack_depth,
-      static_cast<v8::HeapProfiler::SamplingFlags>(flags));
+      static_cast<v8::HeapProfiler::SamplingFlags>(SamplingFlags(options)));
 }
 
 void StopSamplingHeapProfiler(v8::Isolate* isolate) {

@@ -111,6 +111,20 @@ export interface HeapProfileHandle {
  */
 export function startHeapProfile(options?: HeapProfileOptions): HeapProfileHandle;
 
+export interface Stats {
+  /** Label sets still referenced (by a label holder, a live sample or live external bytes). */
+  labelSets: number;
+  /** Label holder objects (async-context stores) not yet garbage collected. */
+  liveLabelHolders: number;
+  /** Whether a heap-labels session runs in this isolate. */
+  profiling: boolean;
+  /** Path of the native addon file this process loaded. */
+  addon: string;
+}
+
+/** Bookkeeping of this isolate (label cardinality, holders); cheap enough to poll. */
+export function stats(): Stats;
+
 export const limits: Readonly<{ maxLabels: number; maxKeyBytes: number; maxValueBytes: number }>;
 
 declare const heapLabels: {
@@ -119,6 +133,7 @@ declare const heapLabels: {
   getHeapProfileLabels: typeof getHeapProfileLabels;
   capabilities: typeof capabilities;
   startHeapProfile: typeof startHeapProfile;
+  stats: typeof stats;
   limits: typeof limits;
 };
 export default heapLabels;

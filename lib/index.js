@@ -4,6 +4,7 @@
 //   withHeapProfileLabels / setHeapProfileLabels / getHeapProfileLabels   labels of async contexts
 //   startHeapProfile(options) -> handle { getAllocationProfile(), stop(), [Symbol.dispose]() }
 //   capabilities()                                                        what this runtime can do
+//   stats()                                                               label-set bookkeeping
 
 const {
   withHeapProfileLabels,
@@ -13,6 +14,14 @@ const {
 const { capabilities } = require('./capabilities');
 const { startHeapProfile } = require('./profile');
 const { MAX_LABELS, MAX_KEY_BYTES, MAX_VALUE_BYTES } = require('./labels');
+const { native, addonPath } = require('./native');
+
+// Bookkeeping of this isolate, for watching label cardinality: label sets still referenced (by a
+// label holder, a live sample or live external bytes), holders alive, whether a session runs.
+function stats() {
+  const s = native.stats();
+  return { labelSets: s.labelSets, liveLabelHolders: s.liveHolders, profiling: s.sampling, addon: addonPath };
+}
 
 module.exports = {
   withHeapProfileLabels,
@@ -20,6 +29,7 @@ module.exports = {
   getHeapProfileLabels,
   capabilities,
   startHeapProfile,
+  stats,
   limits: Object.freeze({
     maxLabels: MAX_LABELS,
     maxKeyBytes: MAX_KEY_BYTES,

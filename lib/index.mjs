@@ -8,6 +8,7 @@ export const {
   getHeapProfileLabels,
   capabilities,
   startHeapProfile,
+  stats,
   limits,
 } = heapLabels;
 

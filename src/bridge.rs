@@ -71,9 +71,21 @@ pub mod ffi {
 
     extern "Rust" {
         /// Drops the strong `LabelSet` reference that a label word owns. Called from V8 weak
-        /// callbacks during GC and at isolate teardown: an atomic decrement (and at most a free),
-        /// nothing else.
+        /// callbacks during GC, from V8 dropping a sample, at isolate teardown and from ArrayBuffer
+        /// frees on any thread: an atomic decrement (and at most a free), nothing else.
         fn release_label_word(word: usize);
+
+        /// Takes one more strong reference for `word`. Called inside V8's allocation path (the
+        /// sample-labels capture callback) and by the counting allocator: one atomic increment.
+        fn retain_label_word(word: usize);
+
+        /// Charges `bytes` of a new backing store to `word`'s set (0: unlabeled) in the
+        /// `ExternalCounters` at address `counters`. Isolate thread; atomics only.
+        fn external_alloc(counters: usize, word: usize, bytes: usize);
+
+        /// Gives back what `external_alloc` charged. Any thread, including V8's ArrayBuffer
+        /// sweeper threads: atomics only.
+        fn external_free(counters: usize, word: usize, bytes: usize);
     }
 
     unsafe extern "C++" {
@@ -83,8 +95,9 @@ pub mod ffi {
         /// Per-isolate V8-side state: holder template, registered labels key, profiler ownership.
         type IsolateState;
 
-        /// Creates the state for the isolate of the calling thread (`v8::Isolate::GetCurrent()`).
-        fn new_isolate_state() -> UniquePtr<IsolateState>;
+        /// Creates the state for the isolate of the calling thread (`v8::Isolate::GetCurrent()`);
+        /// `external_counters` is the address of the isolate's never-freed `ExternalCounters`.
+        fn new_isolate_state(external_counters: usize) -> UniquePtr<IsolateState>;
 
         /// Starts the isolate's sampling heap profiler; false when one is already running.
         fn start_sampling(self: Pin<&mut IsolateState>, options: &StartOptions) -> bool;
@@ -128,6 +141,10 @@ pub mod ffi {
         /// `HeapStatistics::external_memory()` of the isolate.
         fn external_memory(self: &IsolateState) -> u64;
 
+        /// Whether the counting ArrayBuffer allocator is installed (patched runtime, session
+        /// running).
+        fn external_tracking(self: &IsolateState) -> bool;
+
         /// The V8 version string of the running process.
         fn v8_version() -> String;
 
@@ -140,4 +157,19 @@ pub mod ffi {
 /// dropping an `Arc` frees, no locks, no calls into V8.
 fn release_label_word(word: usize) {
     crate::labels::release_word(word);
+}
+
+/// See `ffi::retain_label_word`. Runs inside V8's allocation path: one atomic increment.
+fn retain_label_word(word: usize) {
+    crate::labels::retain_word(word);
+}
+
+/// See `ffi::external_alloc`.
+fn external_alloc(counters: usize, word: usize, bytes: usize) {
+    crate::external::on_alloc(counters, word, bytes);
+}
+
+/// See `ffi::external_free`.
+fn external_free(counters: usize, word: usize, bytes: usize) {
+    crate::external::on_free(counters, word, bytes);
 }

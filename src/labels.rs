@@ -38,6 +38,20 @@ pub fn release_word(word: usize) {
     unsafe { LabelSet::release_word(word) }
 }
 
+/// Takes one more reference for `word` (0 is ignored).
+///
+/// Runs inside V8's allocation path (the sample-labels capture callback) and in the counting
+/// allocator: one atomic increment, nothing else.
+pub fn retain_word(word: usize) {
+    if word == 0 {
+        return;
+    }
+    // SAFETY: cpp/ passes words read from a live label holder (which owns a reference for as long
+    // as it is reachable, and it is: it is the current async context's store) or from V8's
+    // per-sample storage (which owns one until the release callback), so the set is alive.
+    unsafe { LabelSet::retain_word(word) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

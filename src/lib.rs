@@ -7,6 +7,7 @@
 
 mod bridge;
 mod error;
+mod external;
 mod js_profile;
 mod js_types;
 mod labels;

@@ -87,10 +87,9 @@ fn labels_of_word(word: usize) -> Option<Arc<LabelSet>> {
     if word == 0 {
         return None;
     }
-    // SEAM (patched runtime): V8 keeps its own reference for every labeled sample while the profile
-    // is read, so the word is live here; the model takes a reference of its own.
-    // SAFETY: a non-zero word comes from V8's per-sample storage, which owns a reference.
-    Some(unsafe { LabelSet::clone_from_word(word) })
+    // SAFETY: cpp/ (CopySamples) took one reference for every non-zero word it copied out of
+    // V8's profile; the model takes that reference over.
+    Some(unsafe { LabelSet::from_word(word) })
 }
 
 #[cfg(test)]

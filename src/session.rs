@@ -104,10 +104,14 @@ pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
         return Err(Error::ProfilerBusy);
     }
     state.registry.set_max_sets(options.max_label_sets);
-    // SEAM (patched runtime): IsolateState::start_sampling registers the capture/release callbacks
-    // and enables `state.counters` when the patched API is present.
+    // On the patched runtime this starts a labeled session and installs the counting allocator.
     if !state.v8_mut().start_sampling(&options.to_ffi()) {
         return Err(Error::ProfilerBusy);
+    }
+    // Per-label external bytes are reported from the first tracked session on: blocks charged
+    // then are subtracted when freed, also after the session.
+    if state.v8.external_tracking() {
+        state.counters.set_enabled(true);
     }
     let id = state.next_session_id;
     state.next_session_id += 1;

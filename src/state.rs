@@ -8,14 +8,16 @@ use napi::Env;
 
 use crate::bridge::ffi;
 use crate::error::{Error, Result};
+use crate::external;
 use crate::session::Session;
 
 /// Everything the addon keeps for one isolate.
 pub struct IsolateAddon {
     /// Interned label sets of this isolate.
     pub registry: LabelRegistry,
-    /// External-byte totals (charged by the patched runtime's allocator hook).
-    pub counters: ExternalCounters,
+    /// External-byte totals, charged by the counting allocator on the patched runtime. Leaked
+    /// (see `external::leak_counters`): frees may arrive after this state is gone.
+    pub counters: &'static ExternalCounters,
     /// The running heap profile session, if any.
     pub session: Option<Session>,
     /// Id of the next session (ids are never reused within an isolate).
@@ -27,12 +29,13 @@ pub struct IsolateAddon {
 
 impl IsolateAddon {
     fn new() -> Self {
+        let counters = external::leak_counters();
         IsolateAddon {
             registry: LabelRegistry::new(DEFAULT_MAX_SETS),
-            counters: ExternalCounters::new(),
+            counters,
             session: None,
             next_session_id: 1,
-            v8: ffi::new_isolate_state(),
+            v8: ffi::new_isolate_state(external::address_of(counters)),
         }
     }
 

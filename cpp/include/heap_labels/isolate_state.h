@@ -11,6 +11,7 @@
 
 #include <v8.h>
 
+#include "heap_labels/counting_allocator.h"
 #include "heap_labels/label_holder.h"
 #include "rust/cxx.h"
 
@@ -21,7 +22,9 @@ struct StartOptions;  // shared struct, defined by the cxx bridge
 
 class IsolateState {
  public:
-  explicit IsolateState(v8::Isolate* isolate);
+  // `external_counters`: address of the isolate's ExternalCounters (Rust,
+  // never freed), charged by the counting allocator.
+  IsolateState(v8::Isolate* isolate, std::size_t external_counters);
   ~IsolateState();
 
   IsolateState(const IsolateState&) = delete;
@@ -37,21 +40,31 @@ class IsolateState {
   std::size_t frame_value(std::size_t key);
   std::size_t live_holders() const { return holders_.live(); }
   uint64_t external_memory() const;
+  // Whether the counting allocator is installed (a session tracks external
+  // bytes per label).
+  bool external_tracking() const { return external_tracking_; }
 
  private:
+  bool StartProfiler(const StartOptions& options);
+  void StartExternalTracking();
+  void StopExternalTracking();
+
   v8::Isolate* const isolate_;
+  const std::size_t external_counters_;
   LabelHolders holders_;
   // The lib's AsyncLocalStorage instance: the key of the label holder in the
-  // AsyncContextFrame map.
-  // SEAM (patched runtime): the capture callback hands this key to V8's
-  // allocation-free CPED lookup; register the callbacks with the heap
-  // profiler in start_sampling() when GetPatchedApi().sample_labels_ready.
+  // AsyncContextFrame map. On the patched runtime the capture callback and the
+  // counting allocator hand it to V8's allocation-free CPED lookup.
   v8::Global<v8::Object> labels_key_;
+  // Made on the first session that tracks external bytes and never deleted:
+  // backing stores it allocated free through it, possibly after teardown.
+  CountingAllocator* counting_allocator_ = nullptr;
   // True while the profiler runs because this state started it.
   bool sampling_ = false;
+  bool external_tracking_ = false;
 };
 
-std::unique_ptr<IsolateState> new_isolate_state();
+std::unique_ptr<IsolateState> new_isolate_state(std::size_t external_counters);
 
 }  // namespace heap_labels
 

@@ -1,22 +1,20 @@
 // Run-time probe of the patched-V8 sample-labels API.
 //
-// SEAM (patched runtime, issue 3): the patched Node.js 22.22.2 built from
-// v8-patches/12.4/ exports extern "C" entry points; stock runtimes do not.
-// The addon never links to them: it looks them up with
-// dlsym(RTLD_DEFAULT, ...) once per process and reports on stock runtimes
-// why the capabilities are unavailable (capabilities().reasons).
-//
-// Expected symbols (the patch defines the final list and signatures):
-//   uint32_t v8_sample_labels_version(void);   // probe; > 0 when present
-//   ... capture/release callback registration, the CPED lookup by key and
-//       the ArrayBuffer allocator hook, added to PatchedApi below by the
-//       patched-runtime half of cpp/.
+// The patched Node.js 22.22.2 built from v8-patches/12.4/ exports the
+// extern "C" entry points declared in its include/node/v8-sample-labels.h;
+// stock runtimes do not. The addon never links to them: it looks them up with
+// dlsym(RTLD_DEFAULT, ...) once per process and reports on stock runtimes why
+// the capabilities are unavailable (capabilities().reasons).
 
 #ifndef HEAP_LABELS_PATCHED_API_H_
 #define HEAP_LABELS_PATCHED_API_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+
+#include <v8-profiler.h>
+#include <v8.h>
 
 #include "rust/cxx.h"
 
@@ -24,19 +22,30 @@ namespace heap_labels {
 
 struct PatchedApiStatus;  // shared struct, defined by the cxx bridge
 
-// Name of the version probe symbol exported by the patched runtime.
-inline constexpr const char kVersionSymbol[] = "v8_sample_labels_version";
+// The API version of the patch series this addon speaks.
+inline constexpr uint32_t kSupportedApiVersion = 1;
 
-// Entry points of the patched runtime, resolved at run time. All null on a
-// stock runtime.
+// Entry points of the patched runtime (v8-sample-labels.h), resolved at run
+// time. All null on a stock runtime.
 struct PatchedApi {
+  using CaptureFn = uintptr_t (*)(v8::Isolate*, void*);
+  using ReleaseFn = void (*)(uintptr_t, void*);
   using VersionFn = uint32_t (*)();
+  using StartSamplingFn = bool (*)(v8::Isolate*, CaptureFn, ReleaseFn, void*,
+                                   uint64_t, int, int);
+  using SampleLabelsFn = const uintptr_t* (*)(const v8::AllocationProfile*,
+                                              std::size_t*);
+  using FindInCpedFn = void* (*)(v8::Isolate*, v8::Value*, int);
+  using SwapAllocatorFn =
+      v8::ArrayBuffer::Allocator* (*)(v8::Isolate*, v8::ArrayBuffer::Allocator*);
 
   VersionFn version = nullptr;
-  // SEAM: function pointers for the capture/release callbacks, the CPED
-  // lookup and the allocator hook go here, resolved in ResolvePatchedApi().
+  StartSamplingFn start_sampling = nullptr;
+  SampleLabelsFn sample_labels_of = nullptr;
+  FindInCpedFn find_in_cped = nullptr;
+  SwapAllocatorFn swap_allocator = nullptr;
 
-  // True when every entry point this addon needs is present and wired.
+  // True when every entry point the capability needs is present.
   bool sample_labels_ready = false;
   bool external_bytes_ready = false;
   std::string sample_labels_reason;

@@ -11,6 +11,9 @@ namespace heap_labels {
 struct RawProfile;    // shared struct, defined by the cxx bridge
 struct StartOptions;  // shared struct, defined by the cxx bridge
 
+// V8's SamplingFlags for `options`.
+int SamplingFlags(const StartOptions& options);
+
 // Starts the sampling heap profiler of `isolate`. Returns false when one is
 // already running (another session, the inspector, or --heap-prof): V8 keeps
 // a single sampling heap profiler per isolate.

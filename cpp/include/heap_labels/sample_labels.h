@@ -1,0 +1,41 @@
+// Per-sample labels on the patched runtime: the capture and release callbacks
+// handed to V8's sampling heap profiler, and reading the words back.
+//
+// The word of a sample is a LabelSet pointer that owns one strong reference
+// (docs/architecture.md). The capture callback takes the reference, the
+// release callback (V8 dropping the sample) gives it back.
+
+#ifndef HEAP_LABELS_SAMPLE_LABELS_H_
+#define HEAP_LABELS_SAMPLE_LABELS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include <v8-profiler.h>
+#include <v8.h>
+
+namespace heap_labels {
+
+// The current labels word (not retained) of `isolate`: the aligned pointer in
+// field 0 of the holder stored under `key` in the AsyncContextFrame; 0 when
+// there is none. Allocation-free; callable inside V8's allocation path.
+// Must run on the isolate's thread.
+uintptr_t CurrentLabelsWord(v8::Isolate* isolate,
+                            const v8::Global<v8::Object>& key);
+
+// Starts a labeled sampling session whose samples carry the labels found
+// under `key` (which must outlive the session). Returns false when a sampling
+// heap profiler already runs.
+bool StartLabeledSampling(v8::Isolate* isolate,
+                          const v8::Global<v8::Object>* key,
+                          uint64_t sample_interval, int stack_depth,
+                          int flags);
+
+// The labels words of `profile`, aligned with profile->GetSamples(); null
+// (and *count == 0) when the runtime has no sample-labels API.
+const uintptr_t* SampleLabelsOf(const v8::AllocationProfile* profile,
+                                std::size_t* count);
+
+}  // namespace heap_labels
+
+#endif  // HEAP_LABELS_SAMPLE_LABELS_H_

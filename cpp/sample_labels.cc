@@ -1,0 +1,58 @@
+#include "heap_labels/sample_labels.h"
+
+#include "heap-labels/src/bridge.rs.h"
+#include "heap_labels/label_holder.h"
+#include "heap_labels/patched_api.h"
+
+namespace heap_labels {
+
+namespace {
+
+// V8 calls this for every sampled allocation, inside SampleObject: GC is
+// disallowed, so no JS-heap allocation, no JS, no locks. It opens a
+// HandleScope (C++ memory only), looks the holder up without allocating, and
+// takes one strong reference for the sample (an atomic increment).
+uintptr_t CaptureSampleLabels(v8::Isolate* isolate, void* data) {
+  const auto* key = static_cast<const v8::Global<v8::Object>*>(data);
+  uintptr_t word = CurrentLabelsWord(isolate, *key);
+  if (word != 0) retain_label_word(word);
+  return word;
+}
+
+// V8 drops a sample: from GC weak processing or when the session ends. Gives
+// the sample's reference back (atomic decrement, never a V8 call).
+void ReleaseSampleLabels(uintptr_t word, void* /* data */) {
+  release_label_word(word);
+}
+
+}  // namespace
+
+uintptr_t CurrentLabelsWord(v8::Isolate* isolate,
+                            const v8::Global<v8::Object>& key) {
+  const PatchedApi& api = GetPatchedApi();
+  if (api.find_in_cped == nullptr || key.IsEmpty()) return 0;
+  v8::HandleScope scope(isolate);
+  v8::Local<v8::Object> local = key.Get(isolate);
+  return reinterpret_cast<uintptr_t>(
+      api.find_in_cped(isolate, *local, kHolderWordField));
+}
+
+bool StartLabeledSampling(v8::Isolate* isolate,
+                          const v8::Global<v8::Object>* key,
+                          uint64_t sample_interval, int stack_depth,
+                          int flags) {
+  const PatchedApi& api = GetPatchedApi();
+  return api.start_sampling(isolate, CaptureSampleLabels, ReleaseSampleLabels,
+                            const_cast<v8::Global<v8::Object>*>(key),
+                            sample_interval, stack_depth, flags);
+}
+
+const uintptr_t* SampleLabelsOf(const v8::AllocationProfile* profile,
+                                std::size_t* count) {
+  *count = 0;
+  const PatchedApi& api = GetPatchedApi();
+  if (api.sample_labels_of == nullptr) return nullptr;
+  return api.sample_labels_of(profile, count);
+}
+
+}  // namespace heap_labels
