@@ -7,7 +7,9 @@ const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const inspector = require('node:inspector');
+// The patched runtime's test build has no inspector (--without-ssl): those tests skip there.
+const inspector = process.features.inspector ? require('node:inspector') : undefined;
+const noInspector = !inspector && 'this runtime is built without the inspector';
 const zlib = require('node:zlib');
 const { libPath, runFixture, scale, decodePprof } = require('./helpers');
 const hl = require(libPath);
@@ -65,7 +67,7 @@ test('a second start in the same isolate fails clearly; after stop a new session
   startHeapProfile().stop();
 });
 
-test('a profiler owned by the inspector blocks start, and heap-labels never stops it', async () => {
+test('a profiler owned by the inspector blocks start, and heap-labels never stops it', { skip: noInspector }, async () => {
   const session = new inspector.Session();
   session.connect();
   const post = (method, params) => new Promise((resolve, reject) => {
@@ -84,7 +86,7 @@ test('a profiler owned by the inspector blocks start, and heap-labels never stop
   startHeapProfile().stop();
 });
 
-test('under --heap-prof, startHeapProfile fails with a clear error', () => {
+test('under --heap-prof, startHeapProfile fails with a clear error', { skip: noInspector && '--heap-prof needs the inspector' }, () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-heapprof-'));
   try {
     const run = runFixture('start-profile.js', { nodeArgs: ['--heap-prof', `--heap-prof-dir=${dir}`] });
@@ -240,7 +242,7 @@ test('toPprof is gzip\'d profile.proto with heap sample types, functions, files 
   assert.equal(kept.length, 300);
 });
 
-test('toHeapProfile has the shape DevTools loads (same fields as the inspector\'s own profile)', async () => {
+test('toHeapProfile has the shape DevTools loads (same fields as the inspector\'s own profile)', { skip: noInspector }, async () => {
   const handle = startHeapProfile({ sampleInterval: 4096 });
   const kept = retainArrays(100);
   const profile = handle.stop();
