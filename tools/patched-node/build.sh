@@ -59,7 +59,9 @@ build_root="$cache/node-build/$profile"
 src="$build_root/node-v$NODE_VERSION"
 mkdir -p "$build_root" "$cache/downloads"
 
-step "1/7 system packages"; ensure_apt_packages $APT_PACKAGES
+packages=$APT_PACKAGES
+[ "$profile" = full ] && packages="$packages libssl-dev"
+step "1/7 system packages"; ensure_apt_packages $packages
 step "2/7 source tarball";  tarball=$(locate_tarball "$cache/downloads")
 step "3/7 source tree";     prepare_source_tree "$tarball" "$src"
 step "4/7 dependencies";    ensure_native_deps "$cache"; place_js_deps "$cache" "$src"
