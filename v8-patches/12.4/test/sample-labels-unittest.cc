@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -20,9 +21,25 @@ alignas(8) int kRouteA = 1;
 alignas(8) int kRouteB = 2;
 uintptr_t Word(int* label) { return reinterpret_cast<uintptr_t>(label); }
 
-// What the embedder's callbacks saw: refcounts per word.
+// Enters |isolate| and a fresh context for the object's lifetime (stack only).
+struct Entered {
+  explicit Entered(v8::Isolate* isolate)
+      : isolate_scope(isolate),
+        handle_scope(isolate),
+        context(v8::Context::New(isolate)),
+        context_scope(context) {}
+  v8::Isolate::Scope isolate_scope;
+  v8::HandleScope handle_scope;
+  v8::Local<v8::Context> context;
+  v8::Context::Scope context_scope;
+};
+
+// What the embedder's callbacks saw: refcounts per word. |key| is the labels
+// key the capture callback looks up.
 struct Recorder {
-  v8::Isolate* isolate = nullptr;
+  Recorder(v8::Isolate* isolate, v8::Local<v8::Object> labels_key)
+      : isolate(isolate), key(isolate, labels_key) {}
+  v8::Isolate* isolate;
   v8::Global<v8::Value> key;
   int captured = 0;
   int labeled = 0;
@@ -52,6 +69,11 @@ void Release(uintptr_t word, void* data) {
   recorder->released++;
   recorder->live[word]--;
 }
+
+// Allocates and keeps about 2000 small objects.
+constexpr char kRetain[] =
+    "globalThis.kept = globalThis.kept || [];"
+    "for (let i = 0; i < 2000; i++) kept.push({i, pad: [i, i, i, i]});";
 
 class SampleLabelsTest : public ::testing::Test {
  public:
@@ -140,6 +162,19 @@ class SampleLabelsTest : public ::testing::Test {
     return n;
   }
 
+  // Starts a labeled session in |isolate| whose current frame carries
+  // |labels|, and retains objects allocated under them.
+  static std::unique_ptr<Recorder> StartAndRetain(v8::Isolate* isolate,
+                                                  int* labels) {
+    Entered entered(isolate);
+    v8::Local<v8::Object> key = v8::Object::New(isolate);
+    auto recorder = std::make_unique<Recorder>(isolate, key);
+    Frame(entered.context, {{key, Holder(entered.context, labels)}});
+    EXPECT_TRUE(Start(isolate, recorder.get()));
+    Run(entered.context, kRetain);
+    return recorder;
+  }
+
   static void FullGC(v8::Isolate* isolate) {
     isolate->RequestGarbageCollectionForTesting(
         v8::Isolate::kFullGarbageCollection);
@@ -152,24 +187,16 @@ class SampleLabelsTest : public ::testing::Test {
 
 std::unique_ptr<v8::Platform> SampleLabelsTest::platform_;
 
-constexpr char kRetain[] =
-    "globalThis.kept = globalThis.kept || [];"
-    "for (let i = 0; i < 2000; i++) kept.push({i, pad: [i, i, i, i]});";
-
 TEST_F(SampleLabelsTest, ApiVersionIsExported) {
   EXPECT_EQ(v8_sample_labels_api_version(),
             v8::HeapProfilerSampleLabels::kApiVersion);
 }
 
 TEST_F(SampleLabelsTest, CapturesTheLabelsOfTheCurrentFrame) {
-  v8::Isolate::Scope isolate_scope(isolate_);
-  v8::HandleScope scope(isolate_);
-  v8::Local<v8::Context> context = v8::Context::New(isolate_);
-  v8::Context::Scope context_scope(context);
-  Recorder recorder;
-  recorder.isolate = isolate_;
+  Entered entered(isolate_);
+  v8::Local<v8::Context> context = entered.context;
   v8::Local<v8::Object> key = v8::Object::New(isolate_);
-  recorder.key.Reset(isolate_, key);
+  Recorder recorder(isolate_, key);
   Frame(context, {{key, Holder(context, &kRouteA)}});
 
   ASSERT_TRUE(Start(isolate_, &recorder));
@@ -184,15 +211,11 @@ TEST_F(SampleLabelsTest, CapturesTheLabelsOfTheCurrentFrame) {
 }
 
 TEST_F(SampleLabelsTest, SeveralLabelSetsAndUnrelatedFrameChanges) {
-  v8::Isolate::Scope isolate_scope(isolate_);
-  v8::HandleScope scope(isolate_);
-  v8::Local<v8::Context> context = v8::Context::New(isolate_);
-  v8::Context::Scope context_scope(context);
-  Recorder recorder;
-  recorder.isolate = isolate_;
+  Entered entered(isolate_);
+  v8::Local<v8::Context> context = entered.context;
   v8::Local<v8::Object> key = v8::Object::New(isolate_);
   v8::Local<v8::Object> tracer_key = v8::Object::New(isolate_);
-  recorder.key.Reset(isolate_, key);
+  Recorder recorder(isolate_, key);
   v8::Local<v8::Object> a = Holder(context, &kRouteA);
   v8::Local<v8::Object> b = Holder(context, &kRouteB);
   ASSERT_TRUE(Start(isolate_, &recorder));
@@ -222,14 +245,10 @@ TEST_F(SampleLabelsTest, SeveralLabelSetsAndUnrelatedFrameChanges) {
 }
 
 TEST_F(SampleLabelsTest, GarbageCollectedSamplesReleaseTheirLabels) {
-  v8::Isolate::Scope isolate_scope(isolate_);
-  v8::HandleScope scope(isolate_);
-  v8::Local<v8::Context> context = v8::Context::New(isolate_);
-  v8::Context::Scope context_scope(context);
-  Recorder recorder;
-  recorder.isolate = isolate_;
+  Entered entered(isolate_);
+  v8::Local<v8::Context> context = entered.context;
   v8::Local<v8::Object> key = v8::Object::New(isolate_);
-  recorder.key.Reset(isolate_, key);
+  Recorder recorder(isolate_, key);
   Frame(context, {{key, Holder(context, &kRouteA)}});
   ASSERT_TRUE(Start(isolate_, &recorder));
   Run(context, kRetain);
@@ -250,14 +269,10 @@ TEST_F(SampleLabelsTest, GarbageCollectedSamplesReleaseTheirLabels) {
 }
 
 TEST_F(SampleLabelsTest, KeepFlagsHoldLabelsUntilStop) {
-  v8::Isolate::Scope isolate_scope(isolate_);
-  v8::HandleScope scope(isolate_);
-  v8::Local<v8::Context> context = v8::Context::New(isolate_);
-  v8::Context::Scope context_scope(context);
-  Recorder recorder;
-  recorder.isolate = isolate_;
+  Entered entered(isolate_);
+  v8::Local<v8::Context> context = entered.context;
   v8::Local<v8::Object> key = v8::Object::New(isolate_);
-  recorder.key.Reset(isolate_, key);
+  Recorder recorder(isolate_, key);
   Frame(context, {{key, Holder(context, &kRouteA)}});
   auto keep = static_cast<v8::HeapProfiler::SamplingFlags>(
       v8::HeapProfiler::kSamplingIncludeObjectsCollectedByMajorGC |
@@ -276,13 +291,9 @@ TEST_F(SampleLabelsTest, KeepFlagsHoldLabelsUntilStop) {
 }
 
 TEST_F(SampleLabelsTest, SecondStartFailsAndPlainStartCapturesNothing) {
-  v8::Isolate::Scope isolate_scope(isolate_);
-  v8::HandleScope scope(isolate_);
-  v8::Local<v8::Context> context = v8::Context::New(isolate_);
-  v8::Context::Scope context_scope(context);
-  Recorder recorder;
-  recorder.isolate = isolate_;
-  recorder.key.Reset(isolate_, v8::Object::New(isolate_));
+  Entered entered(isolate_);
+  v8::Local<v8::Context> context = entered.context;
+  Recorder recorder(isolate_, v8::Object::New(isolate_));
   ASSERT_TRUE(isolate_->GetHeapProfiler()->StartSamplingHeapProfiler(256, 16));
   EXPECT_FALSE(Start(isolate_, &recorder));
   Run(context, kRetain);
@@ -297,10 +308,8 @@ TEST_F(SampleLabelsTest, SecondStartFailsAndPlainStartCapturesNothing) {
 }
 
 TEST_F(SampleLabelsTest, LookupReturnsNullForEveryUnusableFrame) {
-  v8::Isolate::Scope isolate_scope(isolate_);
-  v8::HandleScope scope(isolate_);
-  v8::Local<v8::Context> context = v8::Context::New(isolate_);
-  v8::Context::Scope context_scope(context);
+  Entered entered(isolate_);
+  v8::Local<v8::Context> context = entered.context;
   v8::Local<v8::Object> key = v8::Object::New(isolate_);
   auto find = [&](int index = 0) {
     return v8::HeapProfilerSampleLabels::FindInContinuationPreservedEmbedderData(
@@ -357,10 +366,8 @@ void LookupInWeakCallback(
 }
 
 TEST_F(SampleLabelsTest, LookupIsSafeFromGCCallbacks) {
-  v8::Isolate::Scope isolate_scope(isolate_);
-  v8::HandleScope scope(isolate_);
-  v8::Local<v8::Context> context = v8::Context::New(isolate_);
-  v8::Context::Scope context_scope(context);
+  Entered entered(isolate_);
+  v8::Local<v8::Context> context = entered.context;
   v8::Local<v8::Object> key = v8::Object::New(isolate_);
   gc_key_slot = *key;
   Frame(context, {{key, Holder(context, &kRouteA)}});
@@ -383,47 +390,22 @@ TEST_F(SampleLabelsTest, LookupIsSafeFromGCCallbacks) {
 TEST_F(SampleLabelsTest, TwoIsolatesAreIndependent) {
   std::unique_ptr<v8::ArrayBuffer::Allocator> other_allocator;
   v8::Isolate* other = NewIsolate(&other_allocator);
-  Recorder first, second;
-  {
-    v8::Isolate::Scope isolate_scope(isolate_);
-    v8::HandleScope scope(isolate_);
-    v8::Local<v8::Context> context = v8::Context::New(isolate_);
-    v8::Context::Scope context_scope(context);
-    first.isolate = isolate_;
-    v8::Local<v8::Object> key = v8::Object::New(isolate_);
-    first.key.Reset(isolate_, key);
-    Frame(context, {{key, Holder(context, &kRouteA)}});
-    ASSERT_TRUE(Start(isolate_, &first));
-    Run(context, kRetain);
+  std::unique_ptr<Recorder> first = StartAndRetain(isolate_, &kRouteA);
+  std::unique_ptr<Recorder> second = StartAndRetain(other, &kRouteB);
+  for (auto [isolate, mine, theirs] :
+       {std::tuple{isolate_, &kRouteA, &kRouteB},
+        std::tuple{other, &kRouteB, &kRouteA}}) {
+    v8::Isolate::Scope isolate_scope(isolate);
+    v8::HandleScope scope(isolate);
+    std::vector<uintptr_t> words = SampleWords(isolate);
+    EXPECT_EQ(Count(words, Word(theirs)), 0);
+    EXPECT_GT(Count(words, Word(mine)), 10);
+    isolate->GetHeapProfiler()->StopSamplingHeapProfiler();
   }
-  {
-    v8::Isolate::Scope isolate_scope(other);
-    v8::HandleScope scope(other);
-    v8::Local<v8::Context> context = v8::Context::New(other);
-    v8::Context::Scope context_scope(context);
-    second.isolate = other;
-    v8::Local<v8::Object> key = v8::Object::New(other);
-    second.key.Reset(other, key);
-    Frame(context, {{key, Holder(context, &kRouteB)}});
-    ASSERT_TRUE(Start(other, &second));
-    Run(context, kRetain);
-    std::vector<uintptr_t> words = SampleWords(other);
-    EXPECT_EQ(Count(words, Word(&kRouteA)), 0);
-    EXPECT_GT(Count(words, Word(&kRouteB)), 10);
-    other->GetHeapProfiler()->StopSamplingHeapProfiler();
-  }
-  {
-    v8::Isolate::Scope isolate_scope(isolate_);
-    v8::HandleScope scope(isolate_);
-    std::vector<uintptr_t> words = SampleWords(isolate_);
-    EXPECT_EQ(Count(words, Word(&kRouteB)), 0);
-    EXPECT_GT(Count(words, Word(&kRouteA)), 10);
-    isolate_->GetHeapProfiler()->StopSamplingHeapProfiler();
-  }
-  EXPECT_EQ(first.live[Word(&kRouteB)], 0);
-  EXPECT_EQ(second.live[Word(&kRouteA)], 0);
-  first.key.Reset();
-  second.key.Reset();
+  EXPECT_EQ(first->live[Word(&kRouteB)], 0);
+  EXPECT_EQ(second->live[Word(&kRouteA)], 0);
+  first.reset();
+  second.reset();  // Its Global must go before its isolate.
   other->Dispose();
 }
 
@@ -454,10 +436,8 @@ class CountingAllocator : public v8::ArrayBuffer::Allocator {
 };
 
 TEST_F(SampleLabelsTest, SwappedAllocatorSeesAllocationsAndForeignFrees) {
-  v8::Isolate::Scope isolate_scope(isolate_);
-  v8::HandleScope scope(isolate_);
-  v8::Local<v8::Context> context = v8::Context::New(isolate_);
-  v8::Context::Scope context_scope(context);
+  Entered entered(isolate_);
+  v8::Local<v8::Context> context = entered.context;
   // Made before the swap: freed through the original allocator.
   std::shared_ptr<v8::BackingStore> early =
       v8::ArrayBuffer::NewBackingStore(isolate_, 1000);
