@@ -10,16 +10,27 @@ const ACF_REASON =
   '(Node.js 22 needs --experimental-async-context-frame; 24 and later have it unless ' +
   '--no-async-context-frame is given); per-sample labels are read from the async context frame';
 
+// Both per-label capabilities read the labels from the async context frame: on a patched runtime
+// without it they are off too, and say so under their own name.
+const NEEDS_ACF =
+  'the runtime supports it, but AsyncLocalStorage is not backed by AsyncContextFrame here, and ' +
+  'labels are read from the frame (see asyncContextFrame)';
+
 function capabilities() {
   const nativeCaps = native.nativeCapabilities();
   const asyncContextFrame = asyncContextFrameEnabled();
   const reasons = [];
-  if (!nativeCaps.sampleLabels) reasons.push(nativeCaps.sampleLabelsReason);
-  if (!nativeCaps.externalBytes) reasons.push(nativeCaps.externalBytesReason);
+  const capability = (name, available, reason) => {
+    if (!available) reasons.push(reason);
+    else if (!asyncContextFrame) reasons.push(`${name}: ${NEEDS_ACF}`);
+    return available && asyncContextFrame;
+  };
+  const sampleLabels = capability('sampleLabels', nativeCaps.sampleLabels, nativeCaps.sampleLabelsReason);
+  const externalBytes = capability('externalBytes', nativeCaps.externalBytes, nativeCaps.externalBytesReason);
   if (!asyncContextFrame) reasons.push(ACF_REASON);
   return {
-    sampleLabels: nativeCaps.sampleLabels && asyncContextFrame,
-    externalBytes: nativeCaps.externalBytes,
+    sampleLabels,
+    externalBytes,
     asyncContextFrame,
     node: process.versions.node,
     v8: nativeCaps.v8,

@@ -179,3 +179,19 @@ test('ABI: one addon file serves stock and patched Node 22.22.2', {
   assert.equal(onPatched.caps.sampleLabels, true);
   assert.equal(onPatched.caps.externalBytes, true);
 });
+
+test('on the patched runtime without AsyncContextFrame both per-label capabilities are off, each with its reason', {
+  skip: !patched22 && 'set HEAP_LABELS_PATCHED_NODE (scripts/test.sh does)',
+}, () => {
+  const r = spawnSync(patched22, ['-e', `
+    console.log(JSON.stringify(require(${JSON.stringify(path.join(root, 'lib'))}).capabilities()));
+  `], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const c = JSON.parse(r.stdout.trim().split('\n').pop());
+  assert.equal(c.asyncContextFrame, false);
+  assert.equal(c.sampleLabels, false);
+  assert.equal(c.externalBytes, false);
+  for (const name of ['sampleLabels', 'externalBytes', 'asyncContextFrame']) {
+    assert.ok(c.reasons.some((reason) => reason.startsWith(`${name}:`)), `a reason for ${name}: ${c.reasons}`);
+  }
+});
