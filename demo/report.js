@@ -164,7 +164,8 @@ function render(summary) {
   );
   lines.push('');
   if (caps.sampleLabels) {
-    lines.push(`Live heap by ${summary.key} (estimates from the sampling heap profiler):`);
+    lines.push(`Live heap by ${summary.key} (estimates from the sampling heap profiler), each with its top`);
+    lines.push('allocation sites (innermost application frame > allocating builtin; share of the route):');
     lines.push('');
     lines.push(`  ${pad(summary.key, 16)}${lpad('live heap', 12)}${lpad('share', 9)}${lpad('objects', 10)}${lpad('external', 12)}`);
     for (const g of summary.groups) {

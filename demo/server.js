@@ -74,7 +74,7 @@ const WORDS = (
   'context frame isolate pointer estimate interval pprof node server request response latency'
 ).split(' ');
 
-function makeState({ cacheEntries = 4000, keptReports = 300 } = {}) {
+function makeState({ cacheEntries = 2000, keptReports = 2500 } = {}) {
   return { searchCache: new LruCache(cacheEntries), recentReports: [], keptReports, served: 0 };
 }
 
