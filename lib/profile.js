@@ -65,24 +65,40 @@ function validateOptions(options) {
 const UNLABELED = internPairs([], []);
 
 // The public view of one read of the profile. Labels are the interned frozen objects.
+// Label-set id of an unlabeled sample in the native sample columns (u32::MAX).
+const NO_LABEL_SET = 0xffffffff;
+
 class AllocationProfile {
   #native;
+  #sets;
+  #samples;
   #head;
 
   constructor(nativeProfile) {
     this.#native = nativeProfile;
     this.sampleInterval = nativeProfile.sampleInterval;
-    const sets = new Map();
-    for (const set of nativeProfile.labelSets()) sets.set(set.id, internPairs(set.keys, set.values));
-    this.samples = nativeProfile.samples().map((s) => {
-      const sample = { nodeId: s.nodeId, size: s.size, count: s.count, sampleId: s.sampleId };
-      if (s.labelSet !== undefined && s.labelSet !== null) sample.labels = sets.get(s.labelSet);
-      return sample;
-    });
+    this.#sets = new Map();
+    for (const set of nativeProfile.labelSets()) this.#sets.set(set.id, internPairs(set.keys, set.values));
     this.externalBytes = nativeProfile.externalBytes().map((e) => ({
-      labels: e.labelSet === undefined || e.labelSet === null ? UNLABELED : sets.get(e.labelSet),
+      labels: e.labelSet === undefined || e.labelSet === null ? UNLABELED : this.#sets.get(e.labelSet),
       bytes: e.bytes,
     }));
+  }
+
+  // One object per sample, built on first use from typed-array columns: reads that only
+  // aggregate or export (byLabel, toPprof) never pay for 100k JS objects.
+  get samples() {
+    if (this.#samples === undefined) {
+      const { nodeIds, sizes, counts, sampleIds, labelSets } = this.#native.sampleColumns();
+      const samples = new Array(nodeIds.length);
+      for (let i = 0; i < nodeIds.length; i++) {
+        const sample = { nodeId: nodeIds[i], size: sizes[i], count: counts[i], sampleId: sampleIds[i] };
+        if (labelSets[i] !== NO_LABEL_SET) sample.labels = this.#sets.get(labelSets[i]);
+        samples[i] = sample;
+      }
+      this.#samples = samples;
+    }
+    return this.#samples;
   }
 
   // DevTools-shaped call tree (the `head` of the .heapprofile).

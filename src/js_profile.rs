@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use heap_labels_core::{heapprofile, pprof, GroupLabels, LabelSet};
-use napi::bindgen_prelude::Buffer;
+use napi::bindgen_prelude::{Buffer, Float64Array, Uint32Array};
 use napi_derive::napi;
 
 use crate::model::ReadProfile;
@@ -18,16 +18,23 @@ pub struct NativeLabelSet {
     pub values: Vec<String>,
 }
 
-/// One sample as V8 reported it, with the id of its label set (see `labelSets()`).
+/// The samples as columns (one typed array per field, index-aligned): 100k samples cross the
+/// boundary as five buffers instead of 100k objects, and lib/ builds sample objects only when asked.
 #[napi(object)]
-pub struct NativeSample {
-    pub node_id: u32,
-    pub size: f64,
+pub struct NativeSampleColumns {
+    pub node_ids: Uint32Array,
+    pub sizes: Float64Array,
     /// V8's count (already scaled by 1 / (1 - exp(-size / interval)), rounded).
-    pub count: u32,
-    pub sample_id: f64,
-    pub label_set: Option<u32>,
+    pub counts: Uint32Array,
+    pub sample_ids: Float64Array,
+    /// Label-set id per sample (see `labelSets()`); `NO_LABEL_SET` when unlabeled.
+    pub label_sets: Uint32Array,
 }
+
+/// `NativeSampleColumns::label_sets` of an unlabeled sample. Registries hand out ids from 1
+/// upwards (0 is the overflow set), one per distinct set ever interned, so u32::MAX is never an id
+/// in practice; `labels` treats ids at or past it as unlabeled.
+pub const NO_LABEL_SET: u32 = u32::MAX;
 
 /// One group of `byLabel`: `keys`/`values` are the group's labels (empty when unlabeled).
 #[napi(object)]
@@ -74,22 +81,22 @@ impl NativeProfile {
         self.read.profile.sample_interval as f64
     }
 
-    /// Signature: `() => NativeSample[]`.
+    /// Signature: `() => NativeSampleColumns` - the samples as typed-array columns.
     #[napi]
-    pub fn samples(&self) -> Vec<NativeSample> {
-        let profile = &self.read.profile;
-        profile
-            .samples
-            .iter()
-            .zip(&self.read.v8_counts)
-            .map(|(sample, &count)| NativeSample {
-                node_id: sample.node_id,
-                size: sample.size as f64,
-                count,
-                sample_id: sample.sample_id as f64,
-                label_set: sample.labels.as_ref().map(|set| set.id()),
-            })
-            .collect()
+    pub fn sample_columns(&self) -> NativeSampleColumns {
+        let samples = &self.read.profile.samples;
+        NativeSampleColumns {
+            node_ids: Uint32Array::new(samples.iter().map(|s| s.node_id).collect()),
+            sizes: Float64Array::new(samples.iter().map(|s| s.size as f64).collect()),
+            counts: Uint32Array::new(self.read.v8_counts.clone()),
+            sample_ids: Float64Array::new(samples.iter().map(|s| s.sample_id as f64).collect()),
+            label_sets: Uint32Array::new(
+                samples
+                    .iter()
+                    .map(|s| s.labels.as_ref().map_or(NO_LABEL_SET, |set| set.id()))
+                    .collect(),
+            ),
+        }
     }
 
     /// Signature: `() => NativeLabelSet[]` - every set that a sample or an external entry refers to.

@@ -185,7 +185,7 @@ test('on the patched runtime without AsyncContextFrame both per-label capabiliti
 }, () => {
   const r = spawnSync(patched22, ['-e', `
     console.log(JSON.stringify(require(${JSON.stringify(path.join(root, 'lib'))}).capabilities()));
-  `], { encoding: 'utf8' });
+  `], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
   assert.equal(r.status, 0, r.stderr);
   const c = JSON.parse(r.stdout.trim().split('\n').pop());
   assert.equal(c.asyncContextFrame, false);
