@@ -5,7 +5,7 @@
 #
 #   full (default)  criterion benches of the Rust core (cargo bench), the in-process benchmarks and
 #                   the HTTP overhead benchmark on stock Node.js 22.22.2 and, when it has been built,
-#                   the patched runtime; writes benchmark/results/<date>.md. Takes about 25 minutes.
+#                   the patched runtime; writes benchmark/results/<date>.md. Takes about 15 minutes.
 #                   Run it on an otherwise idle machine: the numbers are ratios of runs side by side,
 #                   but a busy machine still widens their spread.
 #   --quick         a smoke run of everything (criterion in --test mode, tiny durations): checks that
