@@ -4,12 +4,14 @@
 // transforms it and answers with a JSON body in a Buffer.
 //
 //   node [--experimental-async-context-frame] benchmark/http/app-server.js --db-port N
-//        --mode off|sampling|labels [--interval 524288] [--port 0]
+//        --mode off|sampling|labels [--interval 524288] [--port 0] [--keep-collected]
 //
 // Modes:
 //   off        heap-labels is not even loaded
 //   sampling   startHeapProfile({ sampleInterval }) at start, no labels
 //   labels     sampling, plus the route label set by a middleware (setHeapProfileLabels)
+// --keep-collected keeps the samples of collected objects (the include-collected flags), so that the
+// smoke check of a short run sees labeled samples although most request objects are garbage by then.
 // Prints "LISTENING <port>" when ready. GET /__bench/stats answers what the profiler holds (samples,
 // labeled samples, bytes per route) so the harness can check that labels were captured.
 
@@ -27,7 +29,14 @@ if (!['off', 'sampling', 'labels'].includes(mode)) throw new Error(`unknown --mo
 if (!dbPort) throw new Error('--db-port is required');
 
 const heapLabels = mode === 'off' ? null : require('../../lib');
-const profile = heapLabels ? heapLabels.startHeapProfile({ sampleInterval: interval }) : null;
+const keepCollected = process.argv.includes('--keep-collected');
+const profile = heapLabels
+  ? heapLabels.startHeapProfile({
+      sampleInterval: interval,
+      includeObjectsCollectedByMajorGC: keepCollected,
+      includeObjectsCollectedByMinorGC: keepCollected,
+    })
+  : null;
 
 const dbAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
