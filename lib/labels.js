@@ -50,24 +50,26 @@ function validate(labels, where) {
       `heap-labels: ${where}: labels must be a plain object of string values, got ${describe(labels)}`,
     );
   }
-  const symbols = Object.getOwnPropertySymbols(labels);
-  if (symbols.length > 0) {
-    throw new TypeError(
-      `heap-labels: ${where}: label keys must be strings, got the symbol key ${String(symbols[0])}`,
-    );
+  // One array of own keys (strings and symbols), then one descriptor per key: on this path, run
+  // for every request a middleware labels, that allocates the least while never invoking a getter.
+  const keys = Reflect.ownKeys(labels);
+  for (let i = 0; i < keys.length; i++) {
+    if (typeof keys[i] === 'symbol') {
+      throw new TypeError(
+        `heap-labels: ${where}: label keys must be strings, got the symbol key ${String(keys[i])}`,
+      );
+    }
   }
-  const descriptors = Object.getOwnPropertyDescriptors(labels);
-  const keys = Object.keys(descriptors);
   if (keys.length > MAX_LABELS) {
     throw new RangeError(
       `heap-labels: ${where}: ${keys.length} labels, more than the limit of ${MAX_LABELS} ` +
         `(label ${quote(keys[MAX_LABELS])} is one too many)`,
     );
   }
-  keys.sort();
+  if (keys.length > 1) keys.sort();
   const values = new Array(keys.length);
   for (let i = 0; i < keys.length; i++) {
-    values[i] = checkPair(keys[i], descriptors[keys[i]], where);
+    values[i] = checkPair(keys[i], Object.getOwnPropertyDescriptor(labels, keys[i]), where);
   }
   return [keys, values];
 }
@@ -88,7 +90,7 @@ function checkPair(key, descriptor, where) {
       `heap-labels: ${where}: the value of label ${quote(key)} must be a string, got ${describe(value)}`,
     );
   }
-  const keyBytes = Buffer.byteLength(key, 'utf8');
+  const keyBytes = utf8Length(key, MAX_KEY_BYTES);
   if (keyBytes === 0 || keyBytes > MAX_KEY_BYTES) {
     throw new RangeError(
       `heap-labels: ${where}: label key ${quote(key)} is ${keyBytes} bytes long; ` +
@@ -98,7 +100,7 @@ function checkPair(key, descriptor, where) {
   if (!key.isWellFormed()) {
     throw new TypeError(`heap-labels: ${where}: label key ${quote(key)} is not well-formed Unicode`);
   }
-  const valueBytes = Buffer.byteLength(value, 'utf8');
+  const valueBytes = utf8Length(value, MAX_VALUE_BYTES);
   if (valueBytes > MAX_VALUE_BYTES) {
     throw new RangeError(
       `heap-labels: ${where}: the value of label ${quote(key)} is ${valueBytes} bytes long, ` +
@@ -113,11 +115,30 @@ function checkPair(key, descriptor, where) {
   return value;
 }
 
+// UTF-8 length of `text` where it matters for `limit`: exact when the string could exceed it;
+// otherwise its UTF-16 length, which is 0 exactly when the string is empty and, as a UTF-16 code
+// unit is at most 3 bytes of UTF-8, within the limit like the true length. Short strings (the
+// usual label) so skip the native call.
+function utf8Length(text, limit) {
+  if (text.length * 3 <= limit) return text.length;
+  return Buffer.byteLength(text, 'utf8');
+}
+
+// The intern-table key of sorted pairs: length-prefixed, so no escaping is needed and no two
+// different sets share a key.
+function canonicalKey(keys, values) {
+  let key = '';
+  for (let i = 0; i < keys.length; i++) {
+    key += `${keys[i].length}:${keys[i]}${values[i].length}:${values[i]}`;
+  }
+  return key;
+}
+
 // The one frozen object for these (valid) pairs; `keys` are unique. Pairs are put in JS sort
 // order first (native code sorts by UTF-8 bytes, which differs for astral characters).
 function internPairs(keys, values) {
   if (!isSorted(keys)) [keys, values] = sortPairs(keys, values);
-  const key = JSON.stringify([keys, values]);
+  const key = canonicalKey(keys, values);
   const existing = byKey.get(key)?.deref();
   if (existing !== undefined) return existing;
   const labels = {};
