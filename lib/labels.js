@@ -14,6 +14,7 @@ const interned = new WeakSet(); // frozen label objects made here
 const byKey = new Map(); // canonical key -> WeakRef(frozen labels)
 const holders = new WeakMap(); // frozen labels -> label holder
 const pairsOf = new WeakMap(); // frozen labels -> [keys, values]
+const frozenUserLabels = new WeakMap(); // a user's frozen label object -> its interned equal
 const forget = new FinalizationRegistry((key) => {
   const ref = byKey.get(key);
   if (ref !== undefined && ref.deref() === undefined) byKey.delete(key);
@@ -164,8 +165,14 @@ function sortPairs(keys, values) {
 // Validates user labels and returns the interned frozen object equal to them.
 function intern(labels, where) {
   if (interned.has(labels)) return labels;
+  // A frozen plain object cannot change after it was validated once: a middleware that keeps one
+  // `Object.freeze({ route })` per route pays a WeakMap lookup per request, not a validation.
+  const known = frozenUserLabels.get(labels);
+  if (known !== undefined) return known;
   const [keys, values] = validate(labels, where);
-  return internPairs(keys, values);
+  const result = internPairs(keys, values);
+  if (Object.isFrozen(labels)) frozenUserLabels.set(labels, result);
+  return result;
 }
 
 // The label holder of an interned label object (created on first use).

@@ -157,3 +157,17 @@ test('startHeapProfile options are validated with the option named', () => {
   const handle = startHeapProfile({ sampleInterval: 1024, stackDepth: 1, maxLabelSets: 1 });
   handle.stop();
 });
+
+test('a frozen user object is validated once and maps to the interned set; unfrozen ones are re-read', () => {
+  const frozen = Object.freeze({ route: '/frozen', tenant: 'acme' });
+  const first = labelsOf(frozen);
+  assert.deepEqual(first, { route: '/frozen', tenant: 'acme' });
+  assert.equal(labelsOf(frozen), first, 'the same interned object every time');
+  assert.equal(labelsOf({ tenant: 'acme', route: '/frozen' }), first, 'equal to a fresh literal');
+  const mutable = { route: '/before' };
+  assert.equal(labelsOf(mutable).route, '/before');
+  mutable.route = '/after';
+  assert.equal(labelsOf(mutable).route, '/after', 'an unfrozen object is validated at each use');
+  mutable.route = 42;
+  assert.throws(() => labelsOf(mutable), /route/);
+});
