@@ -15,7 +15,7 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { runFixture } = require('./helpers');
+const { runFixture, treeNodes } = require('./helpers');
 
 const GO_MISSING =
   '`go` is not on PATH: these tests read the pprof output with `go tool pprof` from the Debian ' +
@@ -180,17 +180,6 @@ test('pprof labels: -tags lists the routes and -tagfocus keeps one route (or no 
 
 // --- .heapprofile ----------------------------------------------------------------------------------
 
-function nodesOf(head) {
-  const out = [];
-  const stack = [head];
-  while (stack.length) {
-    const node = stack.pop();
-    out.push(node);
-    stack.push(...node.children);
-  }
-  return out;
-}
-
 // The key set and value types of an object, e.g. "callFrame:object,children:array,id:number".
 function shape(obj) {
   return Object.keys(obj)
@@ -205,7 +194,7 @@ const shapesOf = (items) => [...new Set(items.map(shape))].sort();
 // nodeId is a node of the tree (Node's own --heap-prof files do not always hold to that: V8 lists
 // samples of nodes its tree export has already left out).
 function checkHeapProfile(profile, what, { strict }) {
-  const nodes = nodesOf(profile.head);
+  const nodes = treeNodes(profile.head);
   const ids = new Set(nodes.map((n) => n.id));
   assert.equal(ids.size, nodes.length, `${what}: node ids are unique`);
   assert.equal(profile.head.callFrame.functionName, '(root)', `${what}: the root is (root)`);
@@ -258,7 +247,7 @@ test('.heapprofile has the keys, types and call frames of a `node --heap-prof` f
 
   // The same function has the same call frame (0-based lines and columns) in both.
   const frameOf = (profile, name) => {
-    const node = nodesOf(profile.head).find((n) => n.callFrame.functionName === name);
+    const node = treeNodes(profile.head).find((n) => n.callFrame.functionName === name);
     assert.ok(node, `no ${name} node`);
     const { functionName, url, lineNumber, columnNumber } = node.callFrame;
     return { functionName, url, lineNumber, columnNumber };

@@ -38,6 +38,18 @@ function expectedAsyncContextFrame() {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// Every node of a DevTools-shaped call tree (iterative: trees can be deep).
+function treeNodes(head) {
+  const out = [];
+  const stack = [head];
+  while (stack.length) {
+    const node = stack.pop();
+    out.push(node);
+    stack.push(...node.children);
+  }
+  return out;
+}
+
 // V8's scaling of one sample: the objects it stands for.
 function scale(size, interval) {
   return 1 / (1 - Math.exp(-size / interval));
@@ -162,5 +174,6 @@ module.exports = {
   expectedAsyncContextFrame,
   sleep,
   scale,
+  treeNodes,
   decodePprof,
 };

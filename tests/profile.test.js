@@ -11,7 +11,7 @@ const path = require('node:path');
 const inspector = process.features.inspector ? require('node:inspector') : undefined;
 const noInspector = !inspector && 'this runtime is built without the inspector';
 const zlib = require('node:zlib');
-const { libPath, runFixture, scale, decodePprof } = require('./helpers');
+const { libPath, runFixture, scale, decodePprof, treeNodes } = require('./helpers');
 const hl = require(libPath);
 const { startHeapProfile, withHeapProfileLabels, getHeapProfileLabels } = hl;
 
@@ -35,17 +35,6 @@ function findNodes(head, name) {
   while (stack.length) {
     const node = stack.pop();
     if (node.callFrame.functionName === name) out.push(node);
-    stack.push(...node.children);
-  }
-  return out;
-}
-
-function allNodes(head) {
-  const out = [];
-  const stack = [head];
-  while (stack.length) {
-    const node = stack.pop();
-    out.push(node);
     stack.push(...node.children);
   }
   return out;
@@ -248,7 +237,7 @@ test('toHeapProfile has the shape DevTools loads (same fields as the inspector\'
   const profile = handle.stop();
   const heap = profile.toHeapProfile();
   assert.deepEqual(Object.keys(heap).sort(), ['head', 'samples']);
-  const nodes = allNodes(heap.head);
+  const nodes = treeNodes(heap.head);
   const ids = new Set(nodes.map((n) => n.id));
   assert.equal(ids.size, nodes.length, 'node ids are unique');
   for (const node of nodes) {
