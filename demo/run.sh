@@ -4,7 +4,10 @@
 # (tools/patched-node/build.sh), otherwise stock 22.22.2 with --experimental-async-context-frame,
 # builds the addon (npm run build; one build serves both) and runs demo/run.js.
 #
-#   demo/run.sh [demo/run.js options, e.g. --requests 20000 --in-process --out DIR]
+#   demo/run.sh [--build-patched] [demo/run.js options, e.g. --requests 20000 --in-process --out DIR]
+#
+# --build-patched first builds (or reuses) the patched runtime with tools/patched-node/build.sh:
+# about 20 minutes on 2 cores with the shared compiler cache, 2-3 hours without one.
 #
 # Setup is idempotent; after it the demo itself takes a few seconds.
 set -euo pipefail
@@ -20,6 +23,12 @@ for tool in npm cargo; do
     exit 1
   fi
 done
+
+if [ "${1:-}" = "--build-patched" ]; then
+  shift
+  log "building the patched runtime (tools/patched-node/build.sh)"
+  tools/patched-node/build.sh
+fi
 
 log "installing stock runtimes (cached under ${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}/runtimes)"
 scripts/runtimes.sh all
