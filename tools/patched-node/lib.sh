@@ -203,5 +203,5 @@ build_node() {
   local started=$SECONDS
   log "ninja -j$jobs node (progress: [done/total])"
   ninja -C "$src/out/Release" -j"$jobs" node >&2
-  log "build took $(( (SECONDS - started) / 60 )) min; $(ccache -s | grep -iE 'hits|misses' | tr -s ' ' | paste -sd';')"
+  log "build took $((SECONDS - started)) s; $(ccache -s | grep -iE 'hits|misses' | tr -s ' ' | paste -sd';')"
 }
