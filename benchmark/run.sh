@@ -159,6 +159,17 @@ if ! "$stock_node" benchmark/http/bench.js --stock "$stock_node" ${patched_node:
   status=1
 fi
 
+# Instruction counts per request (callgrind): full runs only, they take about 15 minutes; they need
+# the patched runtime for their patched rows and valgrind (Debian's valgrind package).
+if [ "$quick" = 0 ] && [ -n "$patched_node" ] && command -v valgrind >/dev/null; then
+  log "http instructions (callgrind)"
+  echo >> "$tmp/http.md"
+  if ! "$stock_node" benchmark/http/instructions.js --node "$patched_node" --stock "$stock_node" >> "$tmp/http.md"; then
+    echo "**instruction-count benchmark failed** (see the log)" >> "$tmp/http.md"
+    status=1
+  fi
+fi
+
 cat "$tmp/header.md" "$tmp/criterion.md" "$tmp/inprocess.md" "$tmp/http.md" > "$out"
 log "results: $out"
 exit $status
