@@ -40,6 +40,16 @@ function findNodes(head, name) {
   return out;
 }
 
+// An inspector session and a promise-returning post() for it.
+function connectInspector() {
+  const session = new inspector.Session();
+  session.connect();
+  const post = (method, params) => new Promise((resolve, reject) => {
+    session.post(method, params, (err, result) => (err ? reject(err) : resolve(result)));
+  });
+  return { session, post };
+}
+
 test('a second start in the same isolate fails clearly; after stop a new session starts', () => {
   const first = startHeapProfile();
   try {
@@ -57,11 +67,7 @@ test('a second start in the same isolate fails clearly; after stop a new session
 });
 
 test('a profiler owned by the inspector blocks start, and heap-labels never stops it', { skip: noInspector }, async () => {
-  const session = new inspector.Session();
-  session.connect();
-  const post = (method, params) => new Promise((resolve, reject) => {
-    session.post(method, params, (err, result) => (err ? reject(err) : resolve(result)));
-  });
+  const { session, post } = connectInspector();
   try {
     await post('HeapProfiler.enable');
     await post('HeapProfiler.startSampling', { samplingInterval: 4096 });
@@ -259,11 +265,7 @@ test('toHeapProfile has the shape DevTools loads (same fields as the inspector\'
   assert.deepEqual(JSON.parse(JSON.stringify(heap)), heap);
 
   // Compare with what the inspector (DevTools' own source) produces for the same program.
-  const session = new inspector.Session();
-  session.connect();
-  const post = (method, params) => new Promise((resolve, reject) => {
-    session.post(method, params, (err, result) => (err ? reject(err) : resolve(result)));
-  });
+  const { session, post } = connectInspector();
   try {
     await post('HeapProfiler.enable');
     await post('HeapProfiler.startSampling', { samplingInterval: 4096 });
