@@ -10,10 +10,13 @@
 # ($HEAP_LABELS_CACHE/node-build/<profile>/), compiling through ccache.
 #
 # Profiles:
-#   test  --without-intl --without-ssl: the compile lines of the read-only compiler cache in
-#         ../shared/toolchain/ccache (when present), so a fresh machine builds in minutes, not hours.
-#   full  --shared-openssl (crypto, inspector); still --without-intl: Debian bookworm's ICU 72 is too
-#         old for 22.22.2 and no registry carries a newer one as source.
+#   full  (default) what users run: crypto, TLS, HTTP/2 and the inspector (--shared-openssl, bookworm's
+#         libssl 3.0) and full Intl (ICU 76.1 from Debian's archive in deps/icu). Its V8 compile lines are
+#         those of the read-only compiler cache ../shared/toolchain/ccache-intl (when present).
+#   test  --without-intl --without-ssl: a reduced runtime whose compile lines are those of
+#         ../shared/toolchain/ccache; kept for fast iteration on the patch series.
+# Both profiles carry the V8 series ($V8_PATCH_DIR) and the Node.js series (node-patches/: AsyncContextFrame
+# on by default).
 #
 # Progress goes to stderr; --print-node-path prints only the path of the patched node on stdout.
 set -euo pipefail
@@ -25,7 +28,7 @@ source "$here/versions.env"
 source "$here/lib.sh"
 source "$here/native-deps.sh"
 
-profile=test
+profile=full
 print_path=0
 cached_only=0
 jobs=$(nproc)
@@ -35,7 +38,7 @@ while [ $# -gt 0 ]; do
     --print-node-path) print_path=1; shift ;;
     --cached-only) cached_only=1; shift ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -64,10 +67,11 @@ packages=$APT_PACKAGES
 step "1/7 system packages"; ensure_apt_packages $packages
 step "2/7 source tarball";  tarball=$(locate_tarball "$cache/downloads")
 step "3/7 source tree";     prepare_source_tree "$tarball" "$src"
+[ "$profile" = full ] &&    place_icu "$cache/downloads" "$src"
 step "4/7 dependencies";    ensure_native_deps "$cache"; place_js_deps "$cache" "$src"
-step "5/7 V8 patches";      apply_v8_patches "$src" "$repo/$V8_PATCH_DIR"
+step "5/7 patches";         apply_v8_patches "$src" "$repo/$V8_PATCH_DIR"; apply_node_patches "$src" "$here/$NODE_PATCH_DIR"
 step "6/7 configure";       configure_node "$src" "$profile" "$cache"
-step "7/7 build";           build_node "$src" "$jobs" "$cache"
+step "7/7 build";           build_node "$src" "$jobs" "$cache" "$profile"
 
 rm -rf "$install_dir.tmp"
 mkdir -p "$install_dir.tmp/bin"

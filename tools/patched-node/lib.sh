@@ -14,6 +14,7 @@ runtime_key() {
     echo "profile=$profile tarball=$NODE_TARBALL_SHA256"
     (cd "$here" && sha256sum build.sh lib.sh native-deps.sh versions.env configure-args.sh openssl.cnf)
     (cd "$repo/$V8_PATCH_DIR" && shopt -s nullglob && for p in ./*.patch; do sha256sum "$p"; done)
+    (cd "$here/$NODE_PATCH_DIR" && shopt -s nullglob && for p in ./*.patch; do sha256sum "$p"; done)
   } | sha256sum | cut -c1-16
 }
 
@@ -31,34 +32,52 @@ ensure_apt_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
 }
 
-# Finds Debian's orig tarball: $HEAP_LABELS_NODE_TARBALL, the shared toolchain folder, the download
-# cache, or a download from Debian's archive. Always verified against the pinned sha256.
-locate_tarball() {
-  local downloads=$1
+# Finds a pinned source tarball: $2 (an explicit path, may be empty), the shared toolchain folder, the
+# download cache, or a download from Debian's archive. Always verified against the pinned sha256.
+#   locate_source <file name> <explicit path> <sha256> <url> <download dir>
+locate_source() {
+  local name=$1 explicit=$2 sha=$3 url=$4 downloads=$5
   local candidates=(
-    "${HEAP_LABELS_NODE_TARBALL:-}"
-    "${HEAP_LABELS_TOOLCHAIN:-/nonexistent}/$NODE_TARBALL"
-    "$repo/../shared/toolchain/$NODE_TARBALL"
-    "/work/shared/toolchain/$NODE_TARBALL"
-    "$downloads/$NODE_TARBALL"
+    "$explicit"
+    "${HEAP_LABELS_TOOLCHAIN:-/nonexistent}/$name"
+    "$repo/../shared/toolchain/$name"
+    "$downloads/$name"
   )
   local c
   for c in "${candidates[@]}"; do
     [ -n "$c" ] && [ -f "$c" ] || continue
-    if [ "$(sha256_of "$c")" = "$NODE_TARBALL_SHA256" ]; then
+    if [ "$(sha256_of "$c")" = "$sha" ]; then
       log "using $c (sha256 verified)"
       echo "$c"
       return
     fi
     log "ignoring $c: sha256 mismatch"
   done
-  log "downloading $NODE_TARBALL_URL"
-  curl -fsSL --retry 3 -o "$downloads/$NODE_TARBALL.part" "$NODE_TARBALL_URL" ||
-    die "cannot download the Node.js source; put $NODE_TARBALL in $downloads or set HEAP_LABELS_NODE_TARBALL"
-  [ "$(sha256_of "$downloads/$NODE_TARBALL.part")" = "$NODE_TARBALL_SHA256" ] ||
-    die "downloaded tarball has the wrong sha256"
-  mv "$downloads/$NODE_TARBALL.part" "$downloads/$NODE_TARBALL"
-  echo "$downloads/$NODE_TARBALL"
+  log "downloading $url"
+  curl -fsSL --retry 3 -o "$downloads/$name.part" "$url" ||
+    die "cannot download $name; put it in $downloads or set HEAP_LABELS_TOOLCHAIN to a folder holding it"
+  [ "$(sha256_of "$downloads/$name.part")" = "$sha" ] || die "downloaded $name has the wrong sha256"
+  mv "$downloads/$name.part" "$downloads/$name"
+  echo "$downloads/$name"
+}
+
+locate_tarball() {
+  locate_source "$NODE_TARBALL" "${HEAP_LABELS_NODE_TARBALL:-}" "$NODE_TARBALL_SHA256" "$NODE_TARBALL_URL" "$1"
+}
+
+# ICU for --with-intl=full-icu: extracted once into deps/icu (configure.py builds it from there).
+place_icu() {
+  local downloads=$1 src=$2
+  if [ -f "$src/deps/.heap-labels-icu" ] && [ "$(cat "$src/deps/.heap-labels-icu")" = "$ICU_TARBALL_SHA256" ]; then
+    log "ICU present: $src/deps/icu"
+    return
+  fi
+  local tarball
+  tarball=$(locate_source "$ICU_TARBALL" "${HEAP_LABELS_ICU_TARBALL:-}" "$ICU_TARBALL_SHA256" "$ICU_TARBALL_URL" "$downloads")
+  rm -rf "$src/deps/icu"
+  tar --no-same-owner -xzf "$tarball" -C "$src/deps"
+  [ -f "$src/deps/icu/source/common/unicode/uversion.h" ] || die "$ICU_TARBALL did not unpack to icu/source"
+  echo "$ICU_TARBALL_SHA256" > "$src/deps/.heap-labels-icu"
 }
 
 # Extracts the tarball once per tarball hash. deps/v8 becomes a git repository whose first commit is the
@@ -149,21 +168,51 @@ apply_v8_patches() {
   rm -rf "$keep"
 }
 
+# Applies the recipe's Node.js patch series (outside deps/v8). The series last applied is kept in the
+# tree; when the series changes it is reverse-applied first, so the tree always holds pristine + current.
+apply_node_patches() {
+  local src=$1 patches=$2
+  local applied="$src/.heap-labels-node-patches"
+  local p
+  shopt -s nullglob
+  if [ -d "$applied" ]; then
+    if diff -rq "$applied" "$patches" >/dev/null 2>&1; then
+      log "Node.js patches applied already"
+      return
+    fi
+    local old=("$applied"/*.patch)
+    for ((i = ${#old[@]} - 1; i >= 0; i--)); do
+      log "reverting $(basename "${old[$i]}")"
+      (cd "$src" && git apply -R --whitespace=nowarn "${old[$i]}") || die "cannot revert $(basename "${old[$i]}")"
+    done
+    rm -rf "$applied"
+  fi
+  for p in "$patches"/*.patch; do
+    log "applying $(basename "$p")"
+    (cd "$src" && git apply --whitespace=nowarn "$p") || die "patch $(basename "$p") does not apply"
+  done
+  mkdir -p "$applied"
+  for p in "$patches"/*.patch; do cp "$p" "$applied/"; done
+}
+
 # ccache in a writable directory of the cache. When the shared read-only toolchain cache exists it is
 # copied in once (it is a plain ccache directory in the local layout, which ccache cannot read as
 # secondary storage), so V8 objects hit while the objects of Node's own sources are stored for next time.
 ccache_env() {
-  local cache=$1
+  local cache=$1 profile=$2
+  # Each profile has its own shared cache: Intl changes every V8 compile line.
+  local seed_name=ccache
+  [ "$profile" = full ] && seed_name=ccache-intl
   export CCACHE_DIR="${HEAP_LABELS_CCACHE_DIR:-$cache/ccache}"
   export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
   mkdir -p "$CCACHE_DIR"
   local shared=""
   local c
-  for c in "${HEAP_LABELS_TOOLCHAIN:-/nonexistent}/ccache" "$repo/../shared/toolchain/ccache" /work/shared/toolchain/ccache; do
+  for c in "${HEAP_LABELS_TOOLCHAIN:-/nonexistent}/$seed_name" "$repo/../shared/toolchain/$seed_name"; do
     [ -d "$c" ] && { shared=$(cd "$c" && pwd); break; }
   done
   if [ -z "$shared" ]; then
-    log "compiler cache: $CCACHE_DIR (no shared toolchain cache found: a cold build takes 2-3 hours on 2 cores)"
+    log "compiler cache: $CCACHE_DIR (no shared toolchain cache found: a cold build takes about 3 hours on 2 cores)"
     return
   fi
   local seed
@@ -197,8 +246,8 @@ configure_node() {
 }
 
 build_node() {
-  local src=$1 jobs=$2 cache=$3
-  ccache_env "$cache"
+  local src=$1 jobs=$2 cache=$3 profile=$4
+  ccache_env "$cache" "$profile"
   ccache -z >/dev/null
   local started=$SECONDS
   log "ninja -j$jobs node (progress: [done/total])"

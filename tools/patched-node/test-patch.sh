@@ -3,21 +3,21 @@
 # V8 of the persistent build tree: compiled with the embedder flags Node's own sources use, linked
 # with the same static libraries as the node binary, and googletest from the tarball's deps/.
 #
-#   tools/patched-node/test-patch.sh [--profile test|full]
+#   tools/patched-node/test-patch.sh [--profile full|test]
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 source "$here/versions.env"
 source "$here/lib.sh"
 
-profile=test
+profile=full
 if [ "${1:-}" = "--profile" ]; then profile=$2; shift 2; fi
 cache=${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}
 out="$cache/node-build/$profile/node-v$NODE_VERSION/out/Release"
 # Makes sure the tree holds the current patch series (a no-op when the runtime is cached and built).
 "$here/build.sh" --profile "$profile" >&2
 [ -f "$out/build.ninja" ] || die "no build tree at $out"
-ccache_env "$cache"
+ccache_env "$cache" "$profile"
 
 cd "$out"
 ninja gtest gtest_main >&2

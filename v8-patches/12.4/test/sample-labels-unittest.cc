@@ -477,4 +477,53 @@ TEST_F(SampleLabelsTest, SwappedAllocatorSeesAllocationsAndForeignFrees) {
   // |counting| is intentionally leaked: stores may outlive this test.
 }
 
+// ArrayBuffer.prototype.transfer() reallocates with the allocator that made
+// the store, whichever allocator is current: it used to CHECK-fail for stores
+// made before a swap (and after a swap back).
+TEST_F(SampleLabelsTest, TransferResizesWithTheAllocatorThatMadeTheStore) {
+  Entered entered(isolate_);
+  v8::Local<v8::Context> context = entered.context;
+  Run(context,
+      "globalThis.early = new ArrayBuffer(1000);"
+      "new Uint8Array(early)[999] = 7; 0;");
+  auto* counting = new CountingAllocator(allocator_.get());
+  v8::HeapProfilerSampleLabels::SwapArrayBufferAllocator(isolate_, counting);
+
+  // Made before the swap: grown and shrunk by the original allocator.
+  EXPECT_EQ(Run(context,
+                "globalThis.early = early.transfer(5000);"
+                "new Uint8Array(early)[999] + early.byteLength;")
+                ->Int32Value(context)
+                .FromJust(),
+            5007);
+  Run(context, "globalThis.early = early.transferToFixedLength(10); 0;");
+  EXPECT_EQ(counting->bytes_.load(), 0);
+
+  // Made under the swapped allocator, resized after swapping back: the
+  // counting allocator resizes it (allocate, copy, free), so it stays exact.
+  Run(context,
+      "globalThis.mine = new ArrayBuffer(100);"
+      "new Uint8Array(mine)[99] = 9; 0;");
+  EXPECT_EQ(counting->bytes_.load(), 100);
+  v8::HeapProfilerSampleLabels::SwapArrayBufferAllocator(isolate_,
+                                                         allocator_.get());
+  EXPECT_EQ(Run(context,
+                "globalThis.mine = mine.transfer(300);"
+                "new Uint8Array(mine)[99] + mine.byteLength;")
+                ->Int32Value(context)
+                .FromJust(),
+            309);
+  EXPECT_EQ(counting->bytes_.load(), 300);
+  Run(context, "globalThis.mine = mine.transfer(300); 0;");  // same length
+  EXPECT_EQ(counting->bytes_.load(), 300);
+
+  Run(context, "globalThis.early = undefined; globalThis.mine = undefined;");
+  for (int i = 0; i < 200 && counting->bytes_.load() != 0; i++) {
+    FullGC(isolate_);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(counting->bytes_.load(), 0);
+  // |counting| is intentionally leaked: stores may outlive this test.
+}
+
 }  // namespace
