@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The heap-labels demo from a fresh machine of this kind: installs the stock runtimes
-# (scripts/runtimes.sh), picks the patched Node.js 22.22.2 when it has been built
-# (tools/patched-node/build.sh), otherwise stock 22.22.2 with --experimental-async-context-frame,
-# builds the addon (npm run build; one build serves both) and runs demo/run.js.
+# The heap-labels demo from a fresh machine of this kind: builds (or reuses) the patched Node.js
+# 22.22.2 runtime (tools/patched-node/build.sh: crypto, TLS, inspector, Intl, AsyncContextFrame on,
+# per-sample labels), installs the stock runtimes (scripts/runtimes.sh), builds the addon (npm run
+# build; one build serves stock and patched) and runs demo/run.js, which ends with the per-route heap
+# table.
 #
-#   demo/run.sh [--build-patched] [demo/run.js options, e.g. --requests 20000 --in-process --out DIR]
+#   demo/run.sh [--stock] [demo/run.js options, e.g. --requests 20000 --in-process --out DIR]
 #
-# --build-patched first builds (or reuses) the patched runtime with tools/patched-node/build.sh:
-# about 20 minutes on 2 cores with the shared compiler cache, 2-3 hours without one.
+# The first build of the patched runtime takes about 25 minutes on 2 cores with the shared compiler
+# cache (../shared/toolchain), about 3 hours without it; it reports progress and the time left.
+# Later runs reuse it. --stock skips it and runs on stock Node.js 22.22.2 with
+# --experimental-async-context-frame (labels propagate, but samples carry none).
 #
 # Setup is idempotent; after it the demo itself takes a few seconds.
 set -euo pipefail
@@ -24,23 +27,25 @@ for tool in npm cargo; do
   fi
 done
 
-if [ "${1:-}" = "--build-patched" ]; then
+stock=0
+if [ "${1:-}" = "--stock" ]; then
+  stock=1
   shift
-  log "building the patched runtime (tools/patched-node/build.sh)"
-  tools/patched-node/build.sh
 fi
 
 log "installing stock runtimes (cached under ${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}/runtimes)"
 scripts/runtimes.sh all
 stock_node="$(scripts/runtimes.sh bin 22.22.2)/node"
 
-if patched_node=$(tools/patched-node/build.sh --print-node-path --cached-only 2>/dev/null); then
-  node=$patched_node
-  log "runtime: patched Node.js 22.22.2 ($node)"
-else
+if [ "$stock" = 1 ]; then
   node=$stock_node
-  log "runtime: stock Node.js 22.22.2 ($node); per-route heap needs the patched runtime"
-  log "  (build it once with tools/patched-node/build.sh; the demo then uses it automatically)"
+  node_flags=(--experimental-async-context-frame)
+  log "runtime: stock Node.js 22.22.2 ($node, --stock); per-route heap needs the patched runtime"
+else
+  log "building (or reusing) the patched runtime: tools/patched-node/build.sh"
+  node=$(tools/patched-node/build.sh --print-node-path)
+  node_flags=()
+  log "runtime: patched Node.js 22.22.2 ($node)"
 fi
 
 # One addon build for Node 22 (ABI 127), against the stock headers, serves stock and patched alike:
@@ -52,4 +57,4 @@ if ! command -v go >/dev/null; then
   log "note: 'go tool pprof' (Debian package golang-go) reads the pprof file the demo writes"
 fi
 
-exec "$node" --experimental-async-context-frame --expose-gc demo/run.js "$@"
+exec "$node" "${node_flags[@]}" --expose-gc demo/run.js "$@"

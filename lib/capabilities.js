@@ -7,8 +7,9 @@ const { asyncContextFrameEnabled } = require('./context');
 
 const ACF_REASON =
   'asyncContextFrame: AsyncLocalStorage is not backed by AsyncContextFrame in this process ' +
-  '(Node.js 22 needs --experimental-async-context-frame; 24 and later have it unless ' +
-  '--no-async-context-frame is given); per-sample labels are read from the async context frame';
+  '(stock Node.js 22 needs --experimental-async-context-frame; 24 and later and the patched ' +
+  '22.22.2 runtime have it unless --no-async-context-frame is given); per-sample labels are read ' +
+  'from the async context frame';
 
 // Both per-label capabilities read the labels from the async context frame: on a patched runtime
 // without it they are off too, and say so under their own name.

@@ -31,6 +31,7 @@ APT_NEEDS=(
   "go:golang-go"
   "ccache:ccache"
   "g++:build-essential"
+  "openssl:openssl"
 )
 
 PASSED=()

@@ -38,6 +38,34 @@ test('on a stock runtime sampleLabels and externalBytes are false, with the reas
   assert.ok(caps.reasons.some((r) => r.startsWith('externalBytes:') && r.includes('unlabeled total')));
 });
 
+// The patched runtime turns AsyncContextFrame on by default (as Node.js 24 does): no flag is
+// needed, and `--no-async-context-frame` turns it, and with it the per-label capabilities, off.
+test('AsyncContextFrame is on by default where the runtime knows --async-context-frame', (t) => {
+  if (!process.allowedNodeEnvironmentFlags.has('--async-context-frame')) {
+    t.skip('stock Node.js 22: AsyncContextFrame is opt-in (--experimental-async-context-frame)');
+    return;
+  }
+  const probe = (...flags) => {
+    const r = spawnSync(process.execPath, [...flags, '-e',
+      `console.log(JSON.stringify(require(${JSON.stringify(libPath)}).capabilities()))`], {
+      encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' },
+    });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout);
+  };
+  const on = probe();
+  assert.equal(on.asyncContextFrame, true);
+  const off = probe('--no-async-context-frame');
+  assert.equal(off.asyncContextFrame, false);
+  assert.equal(off.sampleLabels, false);
+  assert.equal(off.externalBytes, false);
+  assert.ok(off.reasons.some((r) => r.startsWith('asyncContextFrame:') && r.includes('--no-async-context-frame')));
+  if (on.sampleLabels) {
+    // Patched: the only thing missing is the frame, and each capability says so.
+    assert.ok(off.reasons.some((r) => r.startsWith('sampleLabels:') && r.includes('AsyncContextFrame')));
+  }
+});
+
 test('capabilities are stable across calls', () => {
   assert.deepEqual(hl.capabilities(), hl.capabilities());
 });

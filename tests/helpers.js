@@ -27,12 +27,15 @@ function runFixture(fixture, { nodeArgs = [], args = [], env = {} } = {}) {
   return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr, json };
 }
 
-// Test oracle (not used by lib/): whether this process was started with AsyncContextFrame on.
+// Test oracle (not used by lib/): whether this process was started with AsyncContextFrame on. It is
+// on by default wherever the runtime knows `--async-context-frame` (Node.js 24+, and the patched
+// 22.22.2, which backports that default); stock 22 needs `--experimental-async-context-frame`.
 function expectedAsyncContextFrame() {
   const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS || '').split(/\s+/)];
-  const major = Number(process.versions.node.split('.')[0]);
-  if (flags.includes('--no-async-context-frame')) return false;
-  if (major >= 24) return true;
+  if (flags.includes('--no-async-context-frame') || flags.includes('--no-experimental-async-context-frame')) {
+    return false;
+  }
+  if (process.allowedNodeEnvironmentFlags.has('--async-context-frame')) return true;
   return flags.includes('--experimental-async-context-frame');
 }
 

@@ -251,6 +251,28 @@ build_node() {
   ccache -z >/dev/null
   local started=$SECONDS
   log "ninja -j$jobs node (progress: [done/total])"
-  ninja -C "$src/out/Release" -j"$jobs" node >&2
+  ninja -C "$src/out/Release" -j"$jobs" node | ninja_progress >&2
   log "build took $((SECONDS - started)) s; $(ccache -s | grep -iE 'hits|misses' | tr -s ' ' | paste -sd';')"
+}
+
+# Passes ninja's output through and, at most once a minute, adds a line with the steps done and an
+# estimate of the time left from the rate of the last ten minutes (cache hits are fast, misses take
+# 10-20 s each: the recent rate follows whichever phase the build is in).
+ninja_progress() {
+  local line done_steps total last_report=$SECONDS
+  local -a times=() counts=()
+  while IFS= read -r line; do
+    printf '%s\n' "$line"
+    [[ $line =~ ^\[([0-9]+)/([0-9]+)\] ]] || continue
+    done_steps=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]}
+    ((SECONDS - last_report >= 60)) || continue
+    last_report=$SECONDS
+    times+=("$SECONDS") counts+=("$done_steps")
+    while ((${#times[@]} > 1 && SECONDS - times[0] > 600)); do times=("${times[@]:1}") counts=("${counts[@]:1}"); done
+    local span=$((SECONDS - times[0])) steps=$((done_steps - counts[0])) left=""
+    if ((span > 0 && steps > 0)); then
+      left=", about $(((total - done_steps) * span / steps / 60 + 1)) min left at the recent rate"
+    fi
+    log "progress: $done_steps/$total steps after $((SECONDS - started)) s$left"
+  done
 }
