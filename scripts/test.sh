@@ -10,7 +10,8 @@
 # status is non-zero when any failed.
 #
 # Environment: HEAP_LABELS_CACHE (runtime cache, default ~/.cache/heap-labels),
-# HEAP_LABELS_TEST_RUNTIMES (space-separated subset of RUNTIMES names to run, default all).
+# HEAP_LABELS_TEST_RUNTIMES (space-separated subset of RUNTIMES names to run, default all),
+# HEAP_LABELS_TEST_BUDGET_MIN (minutes the whole run may take, default 85: CI allows 90).
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -124,6 +125,8 @@ selected() {
 
 main() {
   local total_start=$SECONDS
+  # Steps that could run long (the patched runtime's build) fit what is left of this budget.
+  export HEAP_LABELS_TEST_DEADLINE=$(( $(date +%s) + ${HEAP_LABELS_TEST_BUDGET_MIN:-85} * 60 ))
   run_step setup setup
   if [[ " ${FAILED[*]} " == *" setup "* ]]; then
     log "setup failed; nothing else can run"
