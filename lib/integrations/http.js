@@ -15,7 +15,9 @@
 // that listener, and everything it starts or awaits, carries them; the next request starts from
 // its own listener call. It returns the interned label object. An undefined or null template is
 // the unmatched bucket; bad extra labels or a template that cannot be a label value throw the
-// library's TypeError/RangeError naming the key (the caller decides how the request fails).
+// library's TypeError/RangeError naming the key (the caller decides how the request fails; the
+// labels are then the bucket without extra labels, so the error path does not run with the
+// previous request's labels).
 
 const { createRouteLabeler } = require('./route-labels');
 
@@ -31,7 +33,13 @@ function httpRouteLabels(options) {
           `matched), got a ${typeof template}`,
       );
     }
-    return labeler.enter(template, labeler.extrasOf(request));
+    try {
+      return labeler.enter(template, labeler.extrasOf(request));
+    } catch (error) {
+      // The request still gets its own labels (the bucket) before the caller handles the error.
+      labeler.enter(undefined, undefined);
+      throw error;
+    }
   };
 }
 
