@@ -13,4 +13,6 @@ export type { RouteLabelOptions } from './route-labels.js';
 export type LabelRequest<Request> = (request: Request, template?: string | null) => Labels;
 
 /** A labeler for a node:http server: one interned label object per template, no validation per request. */
-export function httpRouteLabels<Request = IncomingMessage>(options?: RouteLabelOptions<Request>): LabelRequest<Request>;
+export function httpRouteLabels<Request = IncomingMessage>(
+  options?: RouteLabelOptions<Request>,
+): LabelRequest<Request>;

@@ -115,7 +115,8 @@ class LabeledResult {
 
   then(onFulfilled, onRejected) {
     const ctx = this.ctx;
-    const wrap = (fn) => (typeof fn === 'function' ? (value) => withHeapProfileLabels(ctx[kLabels], () => fn(value)) : fn);
+    const wrap = (fn) =>
+      typeof fn === 'function' ? (value) => withHeapProfileLabels(ctx[kLabels], () => fn(value)) : fn;
     return new LabeledResult(ctx, this.promise.then(wrap(onFulfilled), wrap(onRejected)));
   }
 
@@ -125,7 +126,8 @@ class LabeledResult {
 
   finally(onFinally) {
     const ctx = this.ctx;
-    const run = typeof onFinally === 'function' ? () => withHeapProfileLabels(ctx[kLabels], onFinally) : onFinally;
+    const run =
+      typeof onFinally === 'function' ? () => withHeapProfileLabels(ctx[kLabels], onFinally) : onFinally;
     return new LabeledResult(ctx, this.promise.finally(run));
   }
 }

@@ -11,7 +11,7 @@
 // validated like any label set (a frozen object it returns again is validated only once).
 
 const { setHeapProfileLabels } = require('../context');
-const { intern, internWith } = require('../labels');
+const { MAX_LABELS, intern, internWith } = require('../labels');
 
 const DEFAULT_KEY = 'route';
 const DEFAULT_UNMATCHED = '(unmatched)';
@@ -79,6 +79,14 @@ class RouteLabeler {
     if (out === undefined || out === null) return undefined;
     const where = `${this.where}: labels()`;
     const extras = intern(out, where);
+    // Checked here, per request, so that adding the route label later cannot fail.
+    const count = Object.keys(extras).length;
+    if (count >= MAX_LABELS) {
+      throw new RangeError(
+        `heap-labels: ${where}: returned ${count} labels; with the label ${JSON.stringify(this.key)} ` +
+          `that is more than the limit of ${MAX_LABELS}`,
+      );
+    }
     if (Object.hasOwn(extras, this.key)) {
       throw new TypeError(
         `heap-labels: ${where}: returned the label ${JSON.stringify(this.key)}, which the integration ` +
@@ -138,7 +146,10 @@ class RouteLabeler {
       return this.labelsFor(template, extras);
     } catch (error) {
       // Only templates from the application's route definitions get here: a bounded set.
-      this.warnOnce(`template ${template}`, `a route template cannot be a label value, labeled as unmatched: ${error.message}`);
+      this.warnOnce(
+        `template ${template}`,
+        `a route template cannot be a label value, labeled as unmatched: ${error.message}`,
+      );
       const labels = this.labelsFor(undefined, extras);
       (extras === undefined ? this.plain : this.cacheOf(extras)).set(template, labels);
       return labels;
