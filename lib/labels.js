@@ -175,6 +175,23 @@ function intern(labels, where) {
   return result;
 }
 
+// The interned label set of an interned `labels` plus one more pair, validated like any pair:
+// how an integration adds its route label to the extra labels of a request without building and
+// validating a new object. `key` must not be in `labels` yet.
+function internWith(labels, key, value, where) {
+  const [keys, values] = pairsOf.get(labels);
+  if (keys.length >= MAX_LABELS) {
+    throw new RangeError(
+      `heap-labels: ${where}: ${keys.length + 1} labels with ${quote(key)}, more than the limit of ${MAX_LABELS}`,
+    );
+  }
+  if (keys.includes(key)) {
+    throw new TypeError(`heap-labels: ${where}: label ${quote(key)} is given twice`);
+  }
+  checkPair(key, { value, enumerable: true }, where);
+  return internPairs([...keys, key], [...values, value]);
+}
+
 // The label holder of an interned label object (created on first use).
 function holderOf(labels) {
   let holder = holders.get(labels);
@@ -194,5 +211,6 @@ module.exports = {
   MAX_VALUE_BYTES,
   intern,
   internPairs,
+  internWith,
   holderOf,
 };

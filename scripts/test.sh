@@ -78,8 +78,20 @@ ensure_rust() {
   fi
 }
 
+# The devDependencies (the frameworks the integration tests run against, TypeScript's framework
+# types) as package-lock.json pins them: npm ci when node_modules is missing or older than the lock.
+ensure_node_modules() {
+  local installed=node_modules/.package-lock.json bin
+  if [[ -f $installed && $installed -nt package-lock.json && $installed -nt package.json ]]; then
+    return 0
+  fi
+  log "installing the devDependencies (npm ci)"
+  bin="$(bash scripts/runtimes.sh bin 22.22.2)" || return 1
+  PATH="$bin:$PATH" npm ci --no-audit --no-fund --loglevel=error
+}
+
 setup() {
-  ensure_apt_packages && ensure_rust && bash scripts/runtimes.sh all
+  ensure_apt_packages && ensure_rust && bash scripts/runtimes.sh all && ensure_node_modules
 }
 
 runtime_bin() { bash scripts/runtimes.sh bin "$1"; }

@@ -4,13 +4,13 @@
 // transforms it and answers with a JSON body in a Buffer.
 //
 //   node [--experimental-async-context-frame] benchmark/http/app-server.js --db-port N
-//        --mode off|sampling|labels|labels-frozen [--interval 524288] [--port 0] [--keep-collected]
+//        --mode off|sampling|labels [--interval 524288] [--port 0] [--keep-collected]
 //
 // Modes:
 //   off        heap-labels is not even loaded
 //   sampling   startHeapProfile({ sampleInterval }) at start, no labels
-//   labels     sampling, plus the route label set by a middleware (setHeapProfileLabels)
-//   labels-frozen  as labels, with one frozen label object per route kept by the middleware
+//   labels     sampling, plus the route label of each request from the shipped node:http helper
+//              (heap-labels/http: one interned label object per route template, enterWith)
 // --keep-collected keeps the samples of collected objects (the include-collected flags), so that the
 // smoke check of a short run sees labeled samples although most request objects are garbage by then.
 // Prints "LISTENING <port>" when ready. GET /__bench/stats answers what the profiler holds (samples,
@@ -26,7 +26,7 @@ function arg(name, fallback) {
 const mode = arg('mode', 'off');
 const dbPort = Number(arg('db-port'));
 const interval = Number(arg('interval', 512 * 1024));
-if (!['off', 'sampling', 'labels', 'labels-frozen'].includes(mode)) throw new Error(`unknown --mode ${mode}`);
+if (!['off', 'sampling', 'labels'].includes(mode)) throw new Error(`unknown --mode ${mode}`);
 if (!dbPort) throw new Error('--db-port is required');
 
 const heapLabels = mode === 'off' ? null : require('../../lib');
@@ -144,25 +144,16 @@ function handle(req, res) {
   );
 }
 
-// The labeling middleware (mode labels), as an application would write it: a new label object per
-// request (validated and interned each time).
+// Mode labels: the route template of each request, as an application with its own dispatch labels
+// it with heap-labels/http (unknown paths get the helper's bucket value).
+const labelRequest = mode === 'labels' ? require('../../lib/integrations/http').httpRouteLabels() : null;
 function labelByRoute(req, res, next) {
-  heapLabels.setHeapProfileLabels({ route: routeOf(req.url) });
-  next();
-}
-
-// Mode labels-frozen: one frozen label object per route, kept by the middleware (validated once).
-const frozenLabels = new Map();
-function labelByRouteFrozen(req, res, next) {
   const route = routeOf(req.url);
-  let labels = frozenLabels.get(route);
-  if (labels === undefined) frozenLabels.set(route, (labels = Object.freeze({ route })));
-  heapLabels.setHeapProfileLabels(labels);
+  labelRequest(req, route === 'other' ? undefined : route);
   next();
 }
 
-const middleware = { labels: labelByRoute, 'labels-frozen': labelByRouteFrozen }[mode];
-const listener = middleware ? (req, res) => middleware(req, res, () => handle(req, res)) : handle;
+const listener = labelRequest ? (req, res) => labelByRoute(req, res, () => handle(req, res)) : handle;
 
 const server = http.createServer({ keepAliveTimeout: 60_000 }, listener);
 server.listen(Number(arg('port', 0)), '127.0.0.1', () => {

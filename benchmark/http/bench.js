@@ -4,7 +4,7 @@
 //
 //   stock-off          stock Node.js 22.22.2, heap-labels not loaded          (baseline)
 //   stock-sampling     stock, sampling heap profiler at 512 KiB               vs stock-off
-//   stock-labels       stock, sampling + route label middleware (nothing captured) vs stock-off
+//   stock-labels       stock, sampling + route labels (nothing captured)    vs stock-off
 //   patched-off        patched runtime, heap-labels not loaded                vs stock-off
 //   patched-sampling   patched, sampling at 512 KiB                          vs patched-off
 //   patched-labels     patched, sampling + route labels (captured)           vs patched-off
@@ -150,7 +150,7 @@ async function main(args) {
   }
   const comparisons = [
     ['stock-sampling', 'stock-off', 'sampling 512 KiB (stock)'],
-    ['stock-labels', 'stock-off', 'sampling + label middleware, nothing captured (stock)'],
+    ['stock-labels', 'stock-off', 'sampling + route labels, nothing captured (stock)'],
     ['patched-off', 'stock-off', 'patched runtime, profiler off vs stock (target: no difference)'],
     ['patched-sampling', 'patched-off', 'sampling 512 KiB (patched)'],
     ['patched-labels', 'patched-off', 'sampling + labels captured (patched; target <= 1 %)'],

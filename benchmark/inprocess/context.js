@@ -10,9 +10,17 @@
 //                       returned (interning is a WeakSet lookup)
 //   with (literal)      withHeapProfileLabels({ route: '/x' }, fn): validation and interning per call
 //   als.enterWith       AsyncLocalStorage#enterWith(store)
-//   set (literal)       setHeapProfileLabels({ route: '/x' }) (the middleware pattern)
+//   set (literal)       setHeapProfileLabels({ route: '/x' }) (a hand-written middleware's new object)
+//   set (interned)      setHeapProfileLabels(labels) with an interned object
+//   http helper         labelRequest(req, '/api/users/:id') of heap-labels/http (httpRouteLabels()):
+//                       the per-request cost of the integrations' route labels (a Map lookup of the
+//                       template's interned object, then setHeapProfileLabels), over 3 templates
+//   http helper+tenant  the same with labels: (req) => a frozen { tenant } kept per tenant
 // and the same for an async fn (`await` inside), where the promise machinery dominates.
 // Reported: ns per call and the ratio to the bare AsyncLocalStorage call measured in the same rotation.
+// Every timed case starts from the same context (neither store set): run()/with() then take their
+// full path (enter, call, restore) instead of AsyncLocalStorage#run's shortcut for the store that is
+// already current, and one case's leftover store cannot change the next case's path.
 
 const { AsyncLocalStorage } = require('node:async_hooks');
 const c = require('./common');
@@ -23,6 +31,13 @@ async function main(args) {
   const reps = Number(args.reps || (quick ? 3 : 15));
   const calls = Number(args.calls || (quick ? 20_000 : 200_000));
   const asyncCalls = Math.max(1, Math.floor(calls / 10));
+
+  const { httpRouteLabels } = require('../../lib/integrations/http');
+  const labelRequest = httpRouteLabels();
+  const tenants = new Map(['acme', 'globex'].map((t) => [t, Object.freeze({ tenant: t })]));
+  const labelRequestWithTenant = httpRouteLabels({ labels: (req) => tenants.get(req.tenant) });
+  const templates = ['/api/users/:id', '/api/orders/:id', '/api/products'];
+  const requests = templates.map((_, i) => ({ tenant: i % 2 ? 'acme' : 'globex' }));
 
   const als = new AsyncLocalStorage();
   const store = { route: '/x' };
@@ -53,8 +68,24 @@ async function main(args) {
     'set (literal)': () => {
       for (let i = 0; i < calls; i++) hl.setHeapProfileLabels({ route: '/x' });
     },
+    'set (interned)': () => {
+      for (let i = 0; i < calls; i++) hl.setHeapProfileLabels(interned);
+    },
+    'http helper': () => {
+      for (let i = 0; i < calls; i++) labelRequest(requests[i % 3], templates[i % 3]);
+    },
+    'http helper+tenant': () => {
+      for (let i = 0; i < calls; i++) labelRequestWithTenant(requests[i % 3], templates[i % 3]);
+    },
   };
-  const baselineOf = { 'with (interned)': 'als.run', 'with (literal)': 'als.run', 'set (literal)': 'als.enterWith' };
+  const baselineOf = {
+    'with (interned)': 'als.run',
+    'with (literal)': 'als.run',
+    'set (literal)': 'als.enterWith',
+    'set (interned)': 'als.enterWith',
+    'http helper': 'als.enterWith',
+    'http helper+tenant': 'als.enterWith',
+  };
   const asyncCases = {
     'als.run': async () => {
       for (let i = 0; i < asyncCalls; i++) await als.run(store, afn);
@@ -73,13 +104,21 @@ async function main(args) {
     return Number(process.hrtime.bigint() - t0) / 1e6;
   };
 
+  const reset = () => {
+    als.enterWith(undefined);
+    hl.setHeapProfileLabels(null);
+  };
   const measure = async (cases, n, isAsync) => {
     const names = Object.keys(cases);
     const times = Object.fromEntries(names.map((x) => [x, []]));
-    for (const name of names) await (isAsync ? timeAsync(cases[name]) : c.timeMs(cases[name])); // warm-up
+    for (const name of names) {
+      reset();
+      await (isAsync ? timeAsync(cases[name]) : c.timeMs(cases[name])); // warm-up
+    }
     for (let r = 0; r < reps; r++) {
       for (let k = 0; k < names.length; k++) {
         const name = names[(r + k) % names.length];
+        reset();
         const ms = isAsync ? await timeAsync(cases[name]) : c.timeMs(cases[name]);
         times[name].push((ms * 1e6) / n);
       }
@@ -88,8 +127,6 @@ async function main(args) {
   };
 
   const syncTimes = await measure(sync, calls, false);
-  als.enterWith(undefined);
-  hl.setHeapProfileLabels(null);
   const asyncTimes = await measure(asyncCases, asyncCalls, true);
 
   const caps = hl.capabilities();

@@ -1,5 +1,16 @@
-// Compile-only check of lib/index.d.ts (scripts/test.d/40-typescript.sh): every export used the way
-// the README shows, and misuse that the declarations must reject (@ts-expect-error lines).
+// Compile-only check of lib/index.d.ts and the framework integrations' declarations
+// (scripts/test.d/40-typescript.sh): every export used the way the README shows, against the real
+// frameworks' types, and misuse that the declarations must reject (@ts-expect-error lines). The
+// integrations are imported by their package paths, so the exports map's "types" are checked too.
+import http from 'node:http';
+import Router from '@koa/router';
+import express from 'express';
+import Fastify from 'fastify';
+import Koa from 'koa';
+import { expressRouteLabels, type ExpressApplication } from 'heap-labels/express';
+import { fastifyRouteLabels } from 'heap-labels/fastify';
+import { httpRouteLabels, type LabelRequest, type RouteLabelOptions } from 'heap-labels/http';
+import { koaRouteLabels, type KoaApplication } from 'heap-labels/koa';
 import heapLabels, {
   capabilities,
   getHeapProfileLabels,
@@ -46,4 +57,38 @@ startHeapProfile({ sampleIntervall: 1 });
 // @ts-expect-error labels are read-only
 labels.route = '/other';
 
+// Framework integrations.
+const app = express();
+const sameApp: typeof app = expressRouteLabels(app, {
+  key: 'route',
+  unmatched: '(unmatched)',
+  maxRoutes: 500,
+  labels: (req) => ({ tenant: req.get('x-tenant') ?? 'none' }),
+});
+const asApp: ExpressApplication = app;
+const koa = new Koa();
+koaRouteLabels(koa, { labels: (ctx) => ({ tenant: ctx.get('x-tenant') || 'none' }) });
+koa.use(new Router().get('/users/:id', (ctx) => { ctx.body = ctx.params.id; }).routes());
+const asKoa: KoaApplication = koa;
+const fastify = Fastify();
+fastify.register(fastifyRouteLabels, { labels: (request) => ({ tenant: String(request.headers['x-tenant'] ?? 'none') }) });
+const labelRequest: LabelRequest<http.IncomingMessage> = httpRouteLabels({ labels: (req) => ({ method: req.method ?? 'GET' }) });
+const options: RouteLabelOptions<http.IncomingMessage> = { unmatched: '(other)' };
+const labelOther: LabelRequest<http.IncomingMessage> = httpRouteLabels(options);
+http.createServer((req, res) => {
+  const routeLabels: Labels = labelRequest(req, '/users/:id');
+  labelRequest(req);
+  labelOther(req, null);
+  // @ts-expect-error a template is a string
+  labelRequest(req, 42);
+  res.end(routeLabels.route);
+});
+// @ts-expect-error extra labels are string-valued
+expressRouteLabels(app, { labels: () => ({ tenant: 1 }) });
+// @ts-expect-error options are checked
+httpRouteLabels({ unmatch: '(none)' });
+// @ts-expect-error a koa app is needed
+koaRouteLabels({ use() {} });
+
+export { sameApp, asApp, asKoa, labelOther };
 export { n, p, current, reasons, top, pprof, devtools, sampleLabels, external, s, maxLabels, last, sameApi };

@@ -1,0 +1,234 @@
+'use strict';
+// heap-labels/express: labels every request of an express 4 or 5 app by its route template.
+//
+//   const { expressRouteLabels } = require('heap-labels/express');
+//   const app = express();
+//   expressRouteLabels(app, { labels: (req) => ({ tenant: req.get('x-tenant') ?? 'none' }) });
+//   // ... then app.use(...), routers, sub-apps, routes, as usual
+//
+// Express knows the route only after routing, and routing runs middleware in between, so the
+// labels are entered in two steps, each with setHeapProfileLabels (AsyncLocalStorage.enterWith):
+//
+// 1. At request start, a middleware placed first in the app's router (after express 4's own
+//    query/init layers, wherever the call is made) enters the bucket value (`unmatched`) with the
+//    request's extra labels. Every request thus starts from its own labels: a route's label cannot
+//    leak into the next request of a keep-alive connection (on Node.js 22 without
+//    AsyncContextFrame enterWith writes to the connection's async resource, which would otherwise
+//    carry it), requests no route matches (404, the app's catch-all middleware, finalhandler) keep
+//    the bucket, and so does work done before routing (middleware ahead of the route). Bad extra
+//    labels fail the request with next(error).
+// 2. When a route matches, the router assigns `req.route = route` synchronously right before it
+//    runs the route's param callbacks and handlers. The request prototype shared by the apps of
+//    this express copy gets a `route` accessor whose setter enters the route's labels there, so the
+//    handlers, everything they await or schedule (timers, immediates, I/O callbacks), the response
+//    and the error handlers after a failing route carry the final route. A route that calls
+//    next() / next('route') hands over to the next matching route, which enters its own labels.
+//
+// The template is the route's path joined to the mount paths of the routers and sub-apps it is
+// mounted under ('/orgs/:org' + '/members/:member'). Express keeps no mount path on its layers, so
+// the router prototype's use() is wrapped to record it when a router or a sub-app is mounted; the
+// mounted layer's handle_request/handleRequest then tracks the current mount while the request is
+// inside it. Hence call expressRouteLabels(app) before mounting routers: a router mounted earlier
+// whose path express 4 cannot tell is an error at install time (express 5's router >= 2.3 keeps
+// it as layer.rawPath and is adopted). Both patches apply to every app of that express copy from
+// then on and only act on requests of apps where expressRouteLabels was called. Templates are
+// cached per route and mount, labels per template (route-labels.js): no validation per request.
+
+const { createRouteLabeler, formatPath, joinPath } = require('./route-labels');
+
+const WHERE = 'heap-labels/express';
+
+const kMount = Symbol('heap-labels.express.mount'); // req -> Mount of the router it is in
+const kExtras = Symbol('heap-labels.express.extras'); // req -> interned extra labels
+const kEntered = Symbol('heap-labels.express.entered'); // req -> template entered last
+const kRoute = Symbol('heap-labels.express.route'); // req -> the value of req.route
+const kPatched = Symbol('heap-labels.express.patched'); // on patched prototypes
+const kAdopted = Symbol('heap-labels.express.adopted'); // on layers seen by the use() wrapper
+const kInstalled = Symbol('heap-labels.express.installed'); // on apps
+
+// Where a request is in the app's tree of mounted routers: its template prefix, and the cached
+// templates of the routes below it. One per mount point (per labeled app), made on first use.
+class Mount {
+  constructor(labeler, prefix) {
+    this.labeler = labeler;
+    this.prefix = prefix;
+    this.children = new WeakMap(); // mounted layer -> Mount
+    this.templates = new WeakMap(); // Route -> template
+  }
+
+  child(layer, path) {
+    let child = this.children.get(layer);
+    if (child === undefined) {
+      child = new Mount(this.labeler, joinPath(this.prefix, path));
+      this.children.set(layer, child);
+    }
+    return child;
+  }
+
+  template(route) {
+    let template = this.templates.get(route);
+    if (template === undefined) {
+      template = joinPath(this.prefix, formatPath(route.path));
+      this.templates.set(route, template);
+    }
+    return template;
+  }
+}
+
+function expressRouteLabels(app, options) {
+  if (typeof app !== 'function' || typeof app.handle !== 'function' || typeof app.use !== 'function') {
+    throw new TypeError(`heap-labels: ${WHERE}: expected an express application, got ${typeof app}`);
+  }
+  if (app[kInstalled]) throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
+  const labeler = createRouteLabeler(options, WHERE);
+  const router = routerOf(app);
+  patchRouterPrototype(router);
+  patchRequestPrototype(app);
+  adoptStack(router.stack);
+
+  const root = new Mount(labeler, '');
+  router.use(function heapLabelsStart(req, res, next) {
+    // A sub-app whose parent is labeled too keeps the parent's state (and mount prefix).
+    if (req[kMount] !== undefined) return next();
+    req[kMount] = root;
+    req[kEntered] = undefined;
+    req[kExtras] = undefined;
+    try {
+      req[kExtras] = labeler.extrasOf(req);
+    } catch (error) {
+      labeler.enterRoute(undefined, undefined);
+      return next(error);
+    }
+    labeler.enterRoute(undefined, req[kExtras]);
+    return next();
+  });
+  // First in the stack, after express 4's query parser and init (which set up req.get() etc.).
+  const { stack } = router;
+  const start = stack.pop();
+  let at = 0;
+  while (at < stack.length && (stack[at].name === 'query' || stack[at].name === 'expressInit')) at++;
+  stack.splice(at, 0, start);
+  app[kInstalled] = true;
+  return app;
+}
+
+function routerOf(app) {
+  if (typeof app.lazyrouter === 'function') {
+    app.lazyrouter(); // express 4 creates app._router lazily
+    return app._router;
+  }
+  return app.router; // express 5 (a getter that creates it)
+}
+
+// The express 4 `proto` object, or express 5's Router.prototype: where use() lives.
+function routerPrototype(router) {
+  for (let p = Object.getPrototypeOf(router); p !== null; p = Object.getPrototypeOf(p)) {
+    if (Object.hasOwn(p, 'use') && Object.hasOwn(p, 'route')) return p;
+  }
+  throw new TypeError(`heap-labels: ${WHERE}: the app's router has no use()/route() (not express 4 or 5?)`);
+}
+
+// Wraps use() to record the path a router or sub-app is mounted at (express keeps none).
+function patchRouterPrototype(router) {
+  const proto = routerPrototype(router);
+  if (proto[kPatched]) return;
+  const use = proto.use;
+  proto.use = function use_(fn) {
+    const path = mountPathOf(fn);
+    const before = this.stack.length;
+    const result = use.apply(this, arguments);
+    for (let i = before; i < this.stack.length; i++) adopt(this.stack[i], path);
+    return result;
+  };
+  Object.defineProperty(proto.use, 'name', { value: 'use' });
+  proto[kPatched] = true;
+}
+
+// The path argument of use() as express reads it: a leading non-function (or array of those).
+function mountPathOf(first) {
+  if (typeof first === 'function') return '/';
+  let arg = first;
+  while (Array.isArray(arg) && arg.length !== 0) arg = arg[0];
+  return typeof arg === 'function' ? '/' : first;
+}
+
+// A router (express.Router(), or any router of the `router` package) or an express sub-app (whose
+// mount layer's handle is express's `mounted_app` closure).
+function isMount(handle) {
+  return (
+    typeof handle === 'function' &&
+    ((Array.isArray(handle.stack) && typeof handle.handle === 'function') || handle.name === 'mounted_app')
+  );
+}
+
+// Layers that existed before installation: their mount paths from what the layer still knows.
+function adoptStack(stack) {
+  for (const layer of stack) {
+    if (layer[kAdopted] || !isMount(layer.handle)) continue;
+    let path;
+    if (layer.rawPath !== undefined) path = layer.rawPath; // router >= 2.3 (express 5)
+    else if (layer.slash === true || (layer.regexp && layer.regexp.fast_slash === true)) path = '/';
+    else {
+      throw new Error(
+        `heap-labels: ${WHERE}: ${layer.handle.name || 'a router'} was mounted before ` +
+          'expressRouteLabels(app) was called, and express does not keep its mount path: call ' +
+          'expressRouteLabels(app) right after creating the app, before mounting routers or sub-apps',
+      );
+    }
+    adopt(layer, path);
+  }
+}
+
+function adopt(layer, path) {
+  if (layer[kAdopted]) return;
+  layer[kAdopted] = true;
+  const handle = layer.handle;
+  if (!isMount(handle)) return;
+  if (Array.isArray(handle.stack)) adoptStack(handle.stack); // populated before installation
+  const template = formatPath(path);
+  if (template === '/' || template === '') return; // mounted at the root: no prefix
+  const method = typeof layer.handleRequest === 'function' ? 'handleRequest' : 'handle_request';
+  const handleRequest = layer[method];
+  // While the request is inside the mounted router, its mount is one level down; when the router
+  // hands the request back (next, with or without an error), it is restored.
+  layer[method] = function handleMounted(req, res, next) {
+    const parent = req[kMount];
+    if (parent === undefined) return handleRequest.call(this, req, res, next);
+    req[kMount] = parent.child(layer, template);
+    return handleRequest.call(this, req, res, function leaveMount(error) {
+      req[kMount] = parent;
+      return next(error);
+    });
+  };
+}
+
+// The `route` accessor on the request prototype shared by the apps of this express copy (a sub-app
+// switches req's prototype to its own app.request, which inherits from it).
+function patchRequestPrototype(app) {
+  const proto = Object.getPrototypeOf(app.request);
+  if (proto[kPatched]) return;
+  const existing = Object.getOwnPropertyDescriptor(proto, 'route');
+  if (existing !== undefined) {
+    throw new Error(`heap-labels: ${WHERE}: express's request prototype already defines "route"`);
+  }
+  Object.defineProperty(proto, 'route', {
+    configurable: true,
+    enumerable: true,
+    get() {
+      return this[kRoute];
+    },
+    set(route) {
+      this[kRoute] = route;
+      const mount = this[kMount];
+      if (mount === undefined || route === null || typeof route !== 'object' || route.path === undefined) return;
+      const template = mount.template(route);
+      // Express 4 assigns the route twice (router, then Route#dispatch): enter once.
+      if (template === this[kEntered]) return;
+      this[kEntered] = template;
+      mount.labeler.enterRoute(template, this[kExtras]);
+    },
+  });
+  proto[kPatched] = true;
+}
+
+module.exports = { expressRouteLabels };

@@ -1,0 +1,177 @@
+'use strict';
+// The route labels of the framework integrations (heap-labels/express, /fastify, /koa, /http):
+// one interned, frozen label object per route template, kept in a Map, so that labeling a request
+// costs a Map lookup and one setHeapProfileLabels (AsyncLocalStorage.enterWith) of an object that
+// is already validated and interned, never a validation.
+//
+// Cardinality: a label value is a route template ('/users/:id'), never a raw URL. Requests that
+// match no route get one fixed value (`unmatched`, the bounded bucket), and the number of distinct
+// templates is capped (`maxRoutes`): past it new templates share the bucket too, with a warning.
+// Extra labels come from the user's `labels(request)` function once per request; its result is
+// validated like any label set (a frozen object it returns again is validated only once).
+
+const { setHeapProfileLabels } = require('../context');
+const { MAX_LABELS, intern, internWith } = require('../labels');
+
+const DEFAULT_KEY = 'route';
+const DEFAULT_UNMATCHED = '(unmatched)';
+const DEFAULT_MAX_ROUTES = 1000;
+
+// A route path as the frameworks store it (string, RegExp or array of those) as one string.
+function formatPath(path) {
+  if (typeof path === 'string') return path;
+  if (Array.isArray(path)) return `[${path.map(formatPath).join(', ')}]`;
+  return String(path);
+}
+
+// A mount prefix and a path below it: '/api' + '/users/:id'. The root path of a mounted router
+// ('/') is the mount path itself.
+function joinPath(prefix, path) {
+  if (prefix === '' || prefix === '/') return path;
+  const base = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
+  if (path === '/' || path === '') return base;
+  return path.startsWith('/') ? base + path : `${base}/${path}`;
+}
+
+function readOptions(options, where) {
+  if (options === undefined || options === null) options = {};
+  if (typeof options !== 'object') {
+    throw new TypeError(`heap-labels: ${where}: options must be an object, got a ${typeof options}`);
+  }
+  const { key = DEFAULT_KEY, unmatched = DEFAULT_UNMATCHED, labels, maxRoutes = DEFAULT_MAX_ROUTES } = options;
+  if (typeof key !== 'string') {
+    throw new TypeError(`heap-labels: ${where}: option "key" must be a string, got a ${typeof key}`);
+  }
+  if (typeof unmatched !== 'string') {
+    throw new TypeError(`heap-labels: ${where}: option "unmatched" must be a string, got a ${typeof unmatched}`);
+  }
+  if (labels !== undefined && typeof labels !== 'function') {
+    throw new TypeError(`heap-labels: ${where}: option "labels" must be a function, got a ${typeof labels}`);
+  }
+  if (!Number.isSafeInteger(maxRoutes) || maxRoutes < 1) {
+    throw new RangeError(`heap-labels: ${where}: option "maxRoutes" must be an integer >= 1, got ${maxRoutes}`);
+  }
+  return { key, unmatched, labels, maxRoutes };
+}
+
+class RouteLabeler {
+  constructor(options, where) {
+    const { key, unmatched, labels, maxRoutes } = readOptions(options, where);
+    this.where = where;
+    this.key = key;
+    this.unmatched = unmatched;
+    this.extraLabels = labels;
+    this.maxRoutes = maxRoutes;
+    this.none = intern({}, where);
+    // Validates the key and the bucket value now: a bad option fails at setup, naming the key.
+    this.bucket = internWith(this.none, key, unmatched, `${where}: option "unmatched"`);
+    this.plain = new Map([[unmatched, this.bucket]]); // template -> labels, without extra labels
+    this.withExtras = new WeakMap(); // interned extra labels -> Map(template -> labels)
+    this.accepted = new Set(); // templates with their own label value (at most maxRoutes)
+    this.warned = new Set();
+  }
+
+  // The interned extra labels of a request, or undefined (no `labels` option, or it returned
+  // undefined/null). Throws the library's TypeError/RangeError naming the key when they are bad.
+  extrasOf(request) {
+    if (this.extraLabels === undefined) return undefined;
+    const out = this.extraLabels(request);
+    if (out === undefined || out === null) return undefined;
+    const where = `${this.where}: labels()`;
+    const extras = intern(out, where);
+    // Checked here, per request, so that adding the route label later cannot fail.
+    const count = Object.keys(extras).length;
+    if (count >= MAX_LABELS) {
+      throw new RangeError(
+        `heap-labels: ${where}: returned ${count} labels; with the label ${JSON.stringify(this.key)} ` +
+          `that is more than the limit of ${MAX_LABELS}`,
+      );
+    }
+    if (Object.hasOwn(extras, this.key)) {
+      throw new TypeError(
+        `heap-labels: ${where}: returned the label ${JSON.stringify(this.key)}, which the integration ` +
+          'sets itself (the route template); use another key',
+      );
+    }
+    return extras;
+  }
+
+  // The frozen label object of `template` (undefined: unmatched) with `extras`. Throws when the
+  // template cannot be a label value (over 1024 bytes of UTF-8, or not well-formed Unicode).
+  labelsFor(template, extras) {
+    const value = template === undefined ? this.unmatched : template;
+    const cache = extras === undefined ? this.plain : this.cacheOf(extras);
+    const cached = cache.get(value);
+    if (cached !== undefined) return cached;
+    if (!this.admits(value)) return this.labelsFor(undefined, extras);
+    const labels = internWith(extras === undefined ? this.none : extras, this.key, value, this.where);
+    if (value !== this.unmatched) this.accepted.add(value);
+    cache.set(value, labels);
+    return labels;
+  }
+
+  cacheOf(extras) {
+    let cache = this.withExtras.get(extras);
+    if (cache === undefined) {
+      cache = new Map();
+      this.withExtras.set(extras, cache);
+    }
+    return cache;
+  }
+
+  // Whether `value` gets (or has) its own label value: at most maxRoutes templates do. The others
+  // are not cached, so a flood of raw URLs cannot grow any table.
+  admits(value) {
+    if (value === this.unmatched || this.accepted.has(value) || this.accepted.size < this.maxRoutes) return true;
+    this.warnOnce(
+      'maxRoutes',
+      `${this.accepted.size} distinct route templates, the maxRoutes limit: further templates are ` +
+        `labeled ${JSON.stringify(this.unmatched)} (is a raw URL passed where a route template belongs?)`,
+    );
+    return false;
+  }
+
+  // Enters the labels of `template` for the rest of the current async context and returns them.
+  enter(template, extras) {
+    const labels = this.labelsFor(template, extras);
+    setHeapProfileLabels(labels);
+    return labels;
+  }
+
+  // As labelsFor(), for a framework's route template, where throwing would escape the framework's
+  // error handling: a template that cannot be a label value gets the bucket (and one warning
+  // naming it) instead of an exception.
+  routeLabels(template, extras) {
+    try {
+      return this.labelsFor(template, extras);
+    } catch (error) {
+      // Only templates from the application's route definitions get here: a bounded set.
+      this.warnOnce(
+        `template ${template}`,
+        `a route template cannot be a label value, labeled as unmatched: ${error.message}`,
+      );
+      const labels = this.labelsFor(undefined, extras);
+      (extras === undefined ? this.plain : this.cacheOf(extras)).set(template, labels);
+      return labels;
+    }
+  }
+
+  // Enters routeLabels(template, extras) for the rest of the current async context; returns them.
+  enterRoute(template, extras) {
+    const labels = this.routeLabels(template, extras);
+    setHeapProfileLabels(labels);
+    return labels;
+  }
+
+  warnOnce(what, message) {
+    if (this.warned.has(what)) return;
+    this.warned.add(what);
+    process.emitWarning(`heap-labels: ${this.where}: ${message}`, { code: 'HEAP_LABELS_ROUTE' });
+  }
+}
+
+function createRouteLabeler(options, where) {
+  return new RouteLabeler(options, where);
+}
+
+module.exports = { createRouteLabeler, formatPath, joinPath };
