@@ -40,8 +40,9 @@ test('process.memoryUsage().arrayBuffers counts exact lengths while a session ru
 
 test('zero-fill semantics are untouched: Allocate zeroes, AllocateUninitialized does not', () => {
   const out = scenario('zero-fill');
-  // Buffer.allocUnsafe really gets the dirty block back (so the checks below can fail) ...
-  assert.equal(out.allocUnsafe, 20, 'Buffer.allocUnsafe must stay uninitialized');
+  // Buffer.allocUnsafe really gets the dirty block back (so the checks below can fail; malloc
+  // hands the just-freed block out again nearly always) ...
+  assert.ok(out.allocUnsafe >= 10, `Buffer.allocUnsafe must stay uninitialized: dirty ${out.allocUnsafe} of 20`);
   // ... while zeroed allocations never show old bytes, also right after an unsafe one.
   assert.deepEqual([out.newArrayBuffer, out.bufferAlloc, out.afterUnsafe], [0, 0, 0]);
 });
