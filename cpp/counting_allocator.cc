@@ -1,60 +1,47 @@
 #include "heap_labels/counting_allocator.h"
 
-#include <cstring>
-
 #include "heap-labels/src/bridge.rs.h"
 #include "heap_labels/sample_labels.h"
 
 namespace heap_labels {
-
-namespace {
-
-struct alignas(CountingAllocator::kHeaderSize) BlockHeader {
-  uintptr_t word;  // labels charged (one strong reference), or 0
-};
-static_assert(sizeof(BlockHeader) == CountingAllocator::kHeaderSize);
-
-BlockHeader* HeaderOf(void* data) {
-  return reinterpret_cast<BlockHeader*>(static_cast<char*>(data) -
-                                        CountingAllocator::kHeaderSize);
-}
-
-}  // namespace
 
 CountingAllocator::CountingAllocator(v8::Isolate* isolate,
                                      v8::ArrayBuffer::Allocator* inner,
                                      std::size_t counters)
     : isolate_(isolate), inner_(inner), counters_(counters) {}
 
+// Exactly the length asked for, through the inner allocator's own entry
+// point: Node's allocator then counts the true length in
+// process.memoryUsage().arrayBuffers and applies its zero-fill toggle
+// (Buffer.allocUnsafe, --zero-fill-buffers) to Allocate() as it always does.
 void* CountingAllocator::Allocate(std::size_t length) {
-  return Charge(inner_->Allocate(length + kHeaderSize), length);
+  return Charge(inner_->Allocate(length), length);
 }
 
 void* CountingAllocator::AllocateUninitialized(std::size_t length) {
-  return Charge(inner_->AllocateUninitialized(length + kHeaderSize), length);
+  return Charge(inner_->AllocateUninitialized(length), length);
 }
 
-void* CountingAllocator::Charge(void* block, std::size_t length) {
-  if (block == nullptr) return nullptr;
+void* CountingAllocator::Charge(void* data, std::size_t length) {
+  if (data == nullptr) return nullptr;
   uintptr_t word = 0;
-  // Only the isolate's own thread may look at its async context.
-  if (key_ != nullptr && v8::Isolate::TryGetCurrent() == isolate_) {
+  // Only the isolate's own thread may look at its async context (another
+  // thread gets here when a worker resizes a buffer this isolate made:
+  // ArrayBuffer.prototype.transfer() reallocates with the store's allocator).
+  if (v8::Isolate::TryGetCurrent() == isolate_ && key_ != nullptr) {
     word = CurrentLabelsWord(isolate_, *key_);
   }
-  // The block keeps the set alive (and its bytes countable) until it is freed.
-  if (word != 0) retain_label_word(word);
-  static_cast<BlockHeader*>(block)->word = word;
-  external_alloc(counters_, word, length);
-  return static_cast<char*>(block) + kHeaderSize;
+  external_alloc(counters_, reinterpret_cast<std::size_t>(data), word, length);
+  return data;
 }
 
 void CountingAllocator::Free(void* data, std::size_t length) {
-  if (data == nullptr) return;
-  BlockHeader* header = HeaderOf(data);
-  const uintptr_t word = header->word;
-  external_free(counters_, word, length);
-  if (word != 0) release_label_word(word);
-  inner_->Free(header, length + kHeaderSize);
+  // The charge is released before the memory: once freed, the address may be
+  // handed out (and charged) again on another thread.
+  if (data != nullptr) {
+    external_free(counters_, reinterpret_cast<std::size_t>(data), length);
+  }
+  inner_->Free(data, length);
 }
 
 }  // namespace heap_labels

@@ -79,13 +79,16 @@ pub mod ffi {
         /// sample-labels capture callback) and by the counting allocator: one atomic increment.
         fn retain_label_word(word: usize);
 
-        /// Charges `bytes` of a new backing store to `word`'s set (0: unlabeled) in the
-        /// `ExternalCounters` at address `counters`. Isolate thread; atomics only.
-        fn external_alloc(counters: usize, word: usize, bytes: usize);
+        /// Charges `bytes` of the new backing-store block at address `block` to `word`'s set (0:
+        /// unlabeled) in the `ExternalCounters` at address `counters`, and records the word
+        /// beside the block (a reference of its own; `word` is only borrowed). Isolate thread;
+        /// no lock, no JS heap.
+        fn external_alloc(counters: usize, block: usize, word: usize, bytes: usize);
 
-        /// Gives back what `external_alloc` charged. Any thread, including V8's ArrayBuffer
-        /// sweeper threads: atomics only.
-        fn external_free(counters: usize, word: usize, bytes: usize);
+        /// Gives back what `external_alloc` charged for `block`. Any thread, including V8's
+        /// ArrayBuffer sweeper threads: atomics only. Call before the block's memory is freed
+        /// (its address may be handed out again right after).
+        fn external_free(counters: usize, block: usize, bytes: usize);
     }
 
     unsafe extern "C++" {
@@ -165,11 +168,11 @@ fn retain_label_word(word: usize) {
 }
 
 /// See `ffi::external_alloc`.
-fn external_alloc(counters: usize, word: usize, bytes: usize) {
-    crate::external::on_alloc(counters, word, bytes);
+fn external_alloc(counters: usize, block: usize, word: usize, bytes: usize) {
+    crate::external::on_alloc(counters, block, word, bytes);
 }
 
 /// See `ffi::external_free`.
-fn external_free(counters: usize, word: usize, bytes: usize) {
-    crate::external::on_free(counters, word, bytes);
+fn external_free(counters: usize, block: usize, bytes: usize) {
+    crate::external::on_free(counters, block, bytes);
 }

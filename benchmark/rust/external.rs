@@ -3,12 +3,15 @@
 //! - `external/disabled_check`: the whole cost when accounting is off (one Acquire load).
 //! - `external/alloc_free/{labeled,unlabeled}`: charging and giving back one block, one thread.
 //! - `external/alloc_free_4_threads/{same_set,own_set}`: 4 threads at once (contended vs not).
+//! - `external/block_words/{insert_remove,remove_unrecorded}`: recording a labeled block's word
+//!   beside it and taking it out (10,000 other blocks live), and the free of a block never
+//!   recorded (unlabeled), which searches to an empty slot.
 
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use heap_labels_core::{ExternalCounters, LabelRegistry, LabelSet};
+use heap_labels_core::{BlockWords, ExternalCounters, LabelRegistry, LabelSet};
 
 fn external(c: &mut Criterion) {
     let mut g = c.benchmark_group("external");
@@ -41,6 +44,25 @@ fn external(c: &mut Criterion) {
             }
             c.on_free(None, black_box(65_536));
         })
+    });
+
+    let words = BlockWords::new();
+    let address = |i: usize| 0x7f00_0000_0000usize + i * 48;
+    for i in 0..10_000 {
+        words.insert(address(i), 16);
+    }
+    let mut next = 10_000usize;
+    g.bench_function("block_words/insert_remove", |b| {
+        b.iter(|| {
+            // A fresh address each time, like a busy allocator's.
+            next += 1;
+            let block = black_box(address(next));
+            words.insert(block, 16);
+            black_box(words.remove(block))
+        })
+    });
+    g.bench_function("block_words/remove_unrecorded", |b| {
+        b.iter(|| black_box(words.remove(black_box(address(1 << 30)))))
     });
 
     let sets: Vec<_> = (0..4)

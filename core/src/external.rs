@@ -6,10 +6,13 @@
 //! atomics only: no allocation, no lock, no V8 handle.
 //!
 //! The per-set bytes live on the [`LabelSet`] itself ([`LabelSet::external_bytes`]); this module keeps
-//! the isolate-wide totals and the bytes of blocks allocated without labels.
+//! the isolate-wide totals, the bytes of blocks allocated without labels and, in [`BlockWords`],
+//! which word each labeled block was charged to (beside the block, not in a header inside it, so
+//! that Node's own ArrayBuffer bookkeeping sees the exact lengths).
 
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
+use crate::block_words::BlockWords;
 use crate::labels::LabelSet;
 
 /// Isolate-wide external-byte counters. `const`-constructible, so it can be a `static` or a field of
@@ -20,6 +23,7 @@ pub struct ExternalCounters {
     total: AtomicI64,
     unlabeled: AtomicI64,
     blocks: AtomicI64,
+    words: BlockWords,
 }
 
 /// A point-in-time copy of [`ExternalCounters`]. Each field is read atomically, but the fields are
@@ -56,7 +60,13 @@ impl ExternalCounters {
             total: AtomicI64::new(0),
             unlabeled: AtomicI64::new(0),
             blocks: AtomicI64::new(0),
+            words: BlockWords::new(),
         }
+    }
+
+    /// The label word of every labeled block charged here, by block address.
+    pub fn words(&self) -> &BlockWords {
+        &self.words
     }
 
     /// Starts or stops charging *new* allocations. Blocks already charged keep being subtracted when

@@ -5,6 +5,7 @@
 //! - [`labels`]: [`LabelSet`] and the per-isolate [`LabelRegistry`] that interns them, plus the
 //!   word helpers that carry a set across the V8 boundary as one strong reference;
 //! - [`external`]: [`ExternalCounters`], lock-free accounting of ArrayBuffer bytes per label set;
+//! - [`block_words`]: [`BlockWords`], the lock-free block address -> label word table beside it;
 //! - [`profile`]: the heap [`Profile`] model, V8's sample scaling ([`Profile::estimate`]) and
 //!   aggregation by label ([`Profile::by_label`]);
 //! - [`pprof`]: gzip-compressed `profile.proto` output ([`pprof::encode`]);
@@ -12,6 +13,7 @@
 //!
 //! See `docs/architecture.md` for how the addon uses it.
 
+pub mod block_words;
 pub mod error;
 pub mod external;
 pub mod heapprofile;
@@ -19,6 +21,7 @@ pub mod labels;
 pub mod pprof;
 pub mod profile;
 
+pub use block_words::BlockWords;
 pub use error::{LabelError, Result};
 pub use external::{ExternalCounters, ExternalSnapshot};
 pub use labels::{

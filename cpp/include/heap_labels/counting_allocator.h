@@ -3,10 +3,20 @@
 //
 // Installed with the patched runtime's SwapArrayBufferAllocator while a
 // session that tracks external bytes runs, and swapped out again at stop, so
-// nothing is paid outside sessions. It delegates to the isolate's previous
-// allocator. Every block gets a 16-byte header holding the labels word it was
-// charged to (a strong reference), so a free needs no lookup table: Free() may
-// run on V8's ArrayBufferSweeper threads and uses atomics only.
+// nothing is paid outside sessions. It delegates every call to the isolate's
+// previous allocator with the exact length, so that allocator's bookkeeping
+// (Node's process.memoryUsage().arrayBuffers, its zero-fill toggle) is
+// unchanged. The labels word a block was charged to (a strong reference) is
+// recorded beside the block, in a lock-free table keyed by its address
+// (core's BlockWords): Free() may run on V8's ArrayBufferSweeper threads and
+// uses atomics only.
+//
+// Reallocate() is not overridden: V8's default (AllocateUninitialized(new),
+// copy, Free(old), all through this class) charges the new length to the
+// labels current at the reallocation and releases the old block from the
+// labels it was charged to, exactly once. V8 reallocates with the allocator
+// that made the store (v8-patches/12.4/0003), so a store made before a swap
+// never reaches this class.
 //
 // Backing stores keep the allocator that made them, so an instance must
 // outlive every block it handed out: instances are never deleted (one per
@@ -24,10 +34,6 @@ namespace heap_labels {
 
 class CountingAllocator final : public v8::ArrayBuffer::Allocator {
  public:
-  // Bytes in front of every block: the labels word, padded to keep the
-  // 16-byte alignment callers of Allocate() may rely on.
-  static constexpr std::size_t kHeaderSize = 16;
-
   // `counters` is the address of the isolate's (never freed) ExternalCounters.
   CountingAllocator(v8::Isolate* isolate, v8::ArrayBuffer::Allocator* inner,
                     std::size_t counters);
@@ -46,7 +52,7 @@ class CountingAllocator final : public v8::ArrayBuffer::Allocator {
   v8::ArrayBuffer::Allocator* inner() const { return inner_; }
 
  private:
-  void* Charge(void* block, std::size_t length);
+  void* Charge(void* data, std::size_t length);
 
   v8::Isolate* const isolate_;
   v8::ArrayBuffer::Allocator* const inner_;
