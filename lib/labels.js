@@ -35,9 +35,11 @@ function describe(value) {
   if (types.isProxy(value)) return 'a Proxy';
   if (types.isMap(value)) return 'a Map';
   const proto = Object.getPrototypeOf(value);
-  const ctor = proto && Object.getOwnPropertyDescriptor(proto, 'constructor');
-  const name = ctor && typeof ctor.value === 'function' ? ctor.value.name : '';
-  return name ? `an instance of ${name}` : 'an object with a custom prototype';
+  // Descriptors only, also here: describing a bad value must not run its getters or traps.
+  const ctor = proto && !types.isProxy(proto) ? Object.getOwnPropertyDescriptor(proto, 'constructor')?.value : undefined;
+  const name =
+    typeof ctor === 'function' && !types.isProxy(ctor) ? Object.getOwnPropertyDescriptor(ctor, 'name')?.value : '';
+  return typeof name === 'string' && name ? `an instance of ${name}` : 'an object with a custom prototype';
 }
 
 function quote(key) {

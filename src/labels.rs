@@ -61,9 +61,9 @@ pub fn bind_new_holder(
 /// A word (one strong reference) of the set `pending` stands for, if the registry has room for it
 /// now.
 fn retry(registry: &LabelRegistry, pending: usize) -> Option<usize> {
-    // SAFETY: `pending` was read from a live holder's record in this same napi call, and only
-    // `rebind_label_holder` or the holder's death (a GC, which cannot run while this Rust code runs
-    // without touching the JS heap) frees it.
+    // SAFETY: `pending` was read from the record of a holder that a napi_value of the current
+    // call keeps alive, and only `rebind_label_holder` (not called before this returns) or the
+    // holder's death frees it.
     let pending = unsafe { &*(pending as *const PendingLabels) };
     registry.retry(pending).map(LabelSet::into_word)
 }

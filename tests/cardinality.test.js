@@ -61,3 +61,10 @@ test('byLabel() has one group per distinct label set: {} is the unlabeled group'
   assert.equal(out.sampleEmpty, 0, 'samples taken under {} are unlabeled');
   if (patched) assert.ok(out.groups.some((g) => g.labels.route === '/r'), JSON.stringify(out.groups));
 });
+
+test('a profile read pins its samples\' label sets until it is disposed', { skip: !patched && 'needs sample labels (patched runtime)' }, () => {
+  const out = scenario('pinned');
+  assert.ok(out.labeled >= 45, JSON.stringify(out));
+  assert.ok(out.whileRead >= out.baseline + 45, `the read holds the sets of its samples: ${JSON.stringify(out)}`);
+  assert.ok(out.afterDispose <= out.baseline + 2, `disposing the read releases them: ${JSON.stringify(out)}`);
+});
