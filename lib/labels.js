@@ -18,8 +18,11 @@ const RESERVED_PREFIX = 'heap_labels.';
 
 const interned = new WeakSet(); // frozen label objects made here (user labels; not the overflow set's)
 const byKey = new Map(); // canonical key -> WeakRef(frozen labels)
-const holders = new WeakMap(); // frozen labels -> label holder bound to its own set
-const overflowHolders = new WeakMap(); // frozen labels -> label holder bound to the overflow set
+// frozen labels -> WeakRef(label holder) bound to its own set / to the overflow set. Weak both
+// ways: a holder lives while an async context stores it, not merely while its label object does,
+// so label objects kept elsewhere (a profile's samples, a route table) pin no label set.
+const holders = new WeakMap();
+const overflowHolders = new WeakMap();
 const objectPrototypes = new WeakSet(); // other realms' Object.prototype objects seen
 const pairsOf = new WeakMap(); // frozen labels -> [keys, values]
 const frozenUserLabels = new WeakMap(); // a user's frozen label object -> its interned equal
@@ -214,7 +217,7 @@ function intern(labels, where) {
 
 // The label holder of an interned label object (created on first use).
 function holderOf(labels) {
-  return holders.get(labels) ?? holderOnOverflow(labels);
+  return holders.get(labels)?.deref() ?? holderOnOverflow(labels);
 }
 
 // A holder made while the registry was at maxLabelSets is bound to the overflow set. Each use
@@ -222,18 +225,19 @@ function holderOf(labels) {
 // such holders when a session starts, a profile is read or stats are taken), so a label object
 // that lives long (a frozen per-route object, a busy route) recovers its real labels.
 function holderOnOverflow(labels) {
-  let holder = overflowHolders.get(labels);
+  let holder = overflowHolders.get(labels)?.deref();
   if (holder === undefined) {
     const [keys, values] = pairsOf.get(labels);
     holder = native.createLabelHolder(labels, keys, values);
     Object.defineProperty(holder, 'labels', { value: labels });
     Object.freeze(holder);
   }
+  const ref = new WeakRef(holder);
   if (native.bindLabelHolder(holder)) {
     overflowHolders.delete(labels);
-    holders.set(labels, holder);
+    holders.set(labels, ref);
   } else {
-    overflowHolders.set(labels, holder);
+    overflowHolders.set(labels, ref);
   }
   return holder;
 }
