@@ -79,20 +79,44 @@ RawProfile IsolateState::read_profile() {
 }
 
 std::size_t IsolateState::create_label_holder(std::size_t labels,
-                                              std::size_t word) {
+                                              std::size_t word,
+                                              std::size_t pending) {
   v8::Local<v8::Object> holder;
-  if (!holders_.Create(ToLocal(labels), word).ToLocal(&holder)) {
+  if (!holders_.Create(ToLocal(labels), word, pending).ToLocal(&holder)) {
     throw std::runtime_error("could not create a label holder object");
   }
   return ToNapiValue(holder);
 }
 
-void IsolateState::register_labels_key(std::size_t key) {
+std::size_t IsolateState::holder_pending(std::size_t holder) const {
+  std::size_t pending = 0;
+  if (!holders_.Pending(ToLocal(holder), &pending)) {
+    throw std::invalid_argument("not a label holder of this isolate");
+  }
+  return pending;
+}
+
+void IsolateState::rebind_label_holder(std::size_t holder, std::size_t word) {
+  if (!holders_.Rebind(ToLocal(holder), word)) {
+    throw std::invalid_argument("not a label holder of this isolate");
+  }
+}
+
+rust::Vec<std::size_t> IsolateState::overflowed_holders() const {
+  rust::Vec<std::size_t> out;
+  for (v8::Local<v8::Object> holder : holders_.Overflowed()) {
+    out.push_back(ToNapiValue(holder));
+  }
+  return out;
+}
+
+std::size_t IsolateState::register_labels_key(std::size_t key) {
   v8::Local<v8::Value> value = ToLocal(key);
   if (!value->IsObject()) {
     throw std::invalid_argument("the labels key must be an object");
   }
-  labels_key_.Reset(isolate_, value.As<v8::Object>());
+  if (labels_key_.IsEmpty()) labels_key_.Reset(isolate_, value.As<v8::Object>());
+  return ToNapiValue(labels_key_.Get(isolate_));
 }
 
 std::size_t IsolateState::frame_value(std::size_t key) {

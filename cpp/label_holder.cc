@@ -5,11 +5,13 @@
 
 namespace heap_labels {
 
-// A weak handle to one holder and the label word it owns.
+// A weak handle to one holder, the label word it owns and, while it is bound
+// to the overflow set, its pending labels.
 struct LabelHolders::Record {
   LabelHolders* owner;
   v8::Global<v8::Object> holder;
   std::size_t word;
+  std::size_t pending;
 };
 
 LabelHolders::~LabelHolders() {
@@ -17,9 +19,16 @@ LabelHolders::~LabelHolders() {
   // by this addon instance, so release their words here.
   for (Record* record : records_) {
     record->holder.Reset();
-    release_label_word(record->word);
-    delete record;
+    Release(record);
   }
+}
+
+// Gives back what a record owns and frees it: an atomic decrement and plain
+// frees, so it may run inside GC weak processing.
+void LabelHolders::Release(Record* record) {
+  release_label_word(record->word);
+  if (record->pending != 0) drop_pending_labels(record->pending);
+  delete record;
 }
 
 v8::Local<v8::ObjectTemplate> LabelHolders::Template() {
@@ -32,24 +41,79 @@ v8::Local<v8::ObjectTemplate> LabelHolders::Template() {
 }
 
 v8::MaybeLocal<v8::Object> LabelHolders::Create(v8::Local<v8::Value> labels,
-                                                std::size_t word) {
+                                                std::size_t word,
+                                                std::size_t pending) {
   v8::EscapableHandleScope scope(isolate_);
   v8::Local<v8::Context> context = isolate_->GetCurrentContext();
   v8::Local<v8::Object> holder;
   if (!Template()->NewInstance(context).ToLocal(&holder)) {
     release_label_word(word);
+    if (pending != 0) drop_pending_labels(pending);
     return {};
   }
-  // Arc<LabelSet> pointers are at least 8-byte aligned, as V8 requires (2).
+  auto* record = new Record{this, v8::Global<v8::Object>(isolate_, holder),
+                            word, pending};
+  // Arc<LabelSet> pointers and records are at least 8-byte aligned, as V8
+  // requires (2).
   SetAlignedPointer(holder, kHolderWordField, reinterpret_cast<void*>(word));
   holder->SetInternalField(kHolderLabelsField, labels);
-
-  auto* record = new Record{this, v8::Global<v8::Object>(isolate_, holder),
-                            word};
+  SetAlignedPointer(holder, kHolderRecordField, record);
   record->holder.SetWeak(record, &LabelHolders::OnHolderCollected,
                          v8::WeakCallbackType::kParameter);
   records_.insert(record);
+  if (pending != 0) overflowed_.insert(record);
   return scope.Escape(holder);
+}
+
+// Only objects made by Create() with a record that is still ours count: a
+// value from anywhere else is refused, never dereferenced as a record.
+LabelHolders::Record* LabelHolders::RecordOf(
+    v8::Local<v8::Value> value) const {
+  if (value.IsEmpty() || !value->IsObject()) return nullptr;
+  v8::Local<v8::Object> object = value.As<v8::Object>();
+  if (object->InternalFieldCount() != kHolderFieldCount) return nullptr;
+  auto* record = static_cast<Record*>(
+      GetAlignedPointer(object, kHolderRecordField));
+  if (records_.count(record) == 0) return nullptr;
+  if (record->holder.Get(isolate_) != object) return nullptr;
+  return record;
+}
+
+bool LabelHolders::Pending(v8::Local<v8::Value> holder,
+                           std::size_t* pending) const {
+  Record* record = RecordOf(holder);
+  if (record == nullptr) return false;
+  *pending = record->pending;
+  return true;
+}
+
+bool LabelHolders::Rebind(v8::Local<v8::Value> holder, std::size_t word) {
+  Record* record = RecordOf(holder);
+  if (record == nullptr) {
+    release_label_word(word);
+    return false;
+  }
+  // Samples and blocks captured so far took references of their own: giving
+  // the holder's back does not change what they carry.
+  SetAlignedPointer(holder.As<v8::Object>(), kHolderWordField,
+                    reinterpret_cast<void*>(word));
+  release_label_word(record->word);
+  record->word = word;
+  if (record->pending != 0) {
+    drop_pending_labels(record->pending);
+    record->pending = 0;
+    overflowed_.erase(record);
+  }
+  return true;
+}
+
+std::vector<v8::Local<v8::Object>> LabelHolders::Overflowed() const {
+  std::vector<v8::Local<v8::Object>> holders;
+  holders.reserve(overflowed_.size());
+  for (Record* record : overflowed_) {
+    holders.push_back(record->holder.Get(isolate_));
+  }
+  return holders;
 }
 
 // Runs inside GC weak processing (first pass): it may only reset the handle
@@ -60,8 +124,8 @@ void LabelHolders::OnHolderCollected(
   Record* record = info.GetParameter();
   record->holder.Reset();
   record->owner->records_.erase(record);
-  release_label_word(record->word);
-  delete record;
+  record->owner->overflowed_.erase(record);
+  Release(record);
 }
 
 }  // namespace heap_labels

@@ -4,6 +4,7 @@
 
 const { native } = require('./native');
 const { asyncContextFrameEnabled } = require('./context');
+const instance = require('./instance');
 
 const ACF_REASON =
   'asyncContextFrame: AsyncLocalStorage is not backed by AsyncContextFrame in this process ' +
@@ -22,6 +23,10 @@ function capabilities() {
   const asyncContextFrame = asyncContextFrameEnabled();
   const reasons = [];
   const capability = (name, available, reason) => {
+    if (instance.conflict !== undefined) {
+      reasons.push(`${name}: ${instance.conflict}`);
+      return false;
+    }
     if (!available) reasons.push(reason);
     else if (!asyncContextFrame) reasons.push(`${name}: ${NEEDS_ACF}`);
     return available && asyncContextFrame;

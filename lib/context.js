@@ -1,14 +1,19 @@
 'use strict';
-// The async context that carries labels: one AsyncLocalStorage per isolate (this module is loaded
-// once per thread) whose store is a label holder.
+// The async context that carries labels: one AsyncLocalStorage per isolate whose store is a label
+// holder. This module is loaded once per realm (lib/instance.js); the addon keeps the first
+// storage registered with it and hands it to every later instance, so realms sharing the addon
+// share the labels.
 
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { native } = require('./native');
-const { intern, holderOf } = require('./labels');
+const { intern, holderOf, labelsOfHolder } = require('./labels');
+const instance = require('./instance');
 
-const storage = new AsyncLocalStorage();
-// The storage instance is the key the patched runtime looks up in the AsyncContextFrame map.
-native.registerLabelsKey(storage);
+// The storage instance is the key the patched runtime looks up in the AsyncContextFrame map. An
+// incompatible copy (instance.conflict) keeps its own storage unregistered: its labels are never
+// captured, as its capabilities() say.
+const storage =
+  instance.conflict === undefined ? native.registerLabelsKey(new AsyncLocalStorage()) : new AsyncLocalStorage();
 
 function withHeapProfileLabels(labels, fn) {
   if (typeof fn !== 'function') {
@@ -28,7 +33,7 @@ function setHeapProfileLabels(labels) {
 
 function getHeapProfileLabels() {
   const holder = storage.getStore();
-  return holder === undefined ? undefined : holder.labels;
+  return holder === undefined ? undefined : labelsOfHolder(holder);
 }
 
 let acfEnabled;

@@ -1,8 +1,10 @@
 // Type declarations of the heap-labels package.
 
 /**
- * A label set: a plain object of string values. At most 32 labels; keys 1..128 bytes and values
- * 0..1024 bytes of UTF-8. Equal sets are interned: the API hands out one frozen object per set.
+ * A label set: a plain object (of any realm) of string values. At most 32 labels; keys 1..128
+ * bytes and values 0..1024 bytes of UTF-8; keys starting with `heap_labels.` and `__proto__` are
+ * reserved. `{}` means no labels. Equal sets are interned: the API hands out one frozen object per
+ * set.
  */
 export type Labels = Readonly<Record<string, string>>;
 
@@ -95,6 +97,11 @@ export interface AllocationProfile {
   toPprof(): Buffer;
   /** DevTools `.heapprofile` JSON object. */
   toHeapProfile(): { head: Node; samples: { size: number; nodeId: number; ordinal: number }[] };
+  /**
+   * Frees this read's native copy now (otherwise the GC frees it with the object). Idempotent;
+   * afterwards `byLabel`, `toPprof`, `toHeapProfile` and not yet converted `samples`/`head` throw.
+   */
+  [Symbol.dispose](): void;
 }
 
 export interface HeapProfileHandle {
@@ -116,6 +123,11 @@ export interface Stats {
   labelSets: number;
   /** Label holder objects (async-context stores) not yet garbage collected. */
   liveLabelHolders: number;
+  /**
+   * Of those, the ones whose labels did not fit under `maxLabelSets`: their samples carry the
+   * overflow set until there is room again (they rebind then).
+   */
+  overflowLabelHolders: number;
   /** Whether a heap-labels session runs in this isolate. */
   profiling: boolean;
   /** Path of the native addon file this process loaded. */

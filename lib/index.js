@@ -5,34 +5,52 @@
 //   startHeapProfile(options) -> handle { getAllocationProfile(), stop(), [Symbol.dispose]() }
 //   capabilities()                                                        what this runtime can do
 //   stats()                                                               label-set bookkeeping
+//
+// A realm has one instance, whichever copy loads it (lib/instance.js): a compatible copy loaded
+// later exports the first one's API.
 
-const {
-  withHeapProfileLabels,
-  setHeapProfileLabels,
-  getHeapProfileLabels,
-} = require('./context');
-const { capabilities } = require('./capabilities');
-const { startHeapProfile } = require('./profile');
-const { MAX_LABELS, MAX_KEY_BYTES, MAX_VALUE_BYTES } = require('./labels');
-const { native, addonPath } = require('./native');
+const instance = require('./instance');
 
-// Bookkeeping of this isolate, for watching label cardinality: label sets still referenced (by a
-// label holder, a live sample or live external bytes), holders alive, whether a session runs.
-function stats() {
-  const s = native.stats();
-  return { labelSets: s.labelSets, liveLabelHolders: s.liveHolders, profiling: s.sampling, addon: addonPath };
+module.exports = instance.shared ?? create();
+
+function create() {
+  const {
+    withHeapProfileLabels,
+    setHeapProfileLabels,
+    getHeapProfileLabels,
+  } = require('./context');
+  const { capabilities } = require('./capabilities');
+  const { startHeapProfile } = require('./profile');
+  const { MAX_LABELS, MAX_KEY_BYTES, MAX_VALUE_BYTES } = require('./labels');
+  const { native, addonPath } = require('./native');
+
+  // Bookkeeping of this isolate, for watching label cardinality: label sets still referenced (by a
+  // label holder, a live sample or live external bytes), holders alive and, of those, the ones on
+  // the overflow set, whether a session runs.
+  function stats() {
+    const s = native.stats();
+    return {
+      labelSets: s.labelSets,
+      liveLabelHolders: s.liveHolders,
+      overflowLabelHolders: s.overflowLabelHolders,
+      profiling: s.sampling,
+      addon: addonPath,
+    };
+  }
+
+  const api = {
+    withHeapProfileLabels,
+    setHeapProfileLabels,
+    getHeapProfileLabels,
+    capabilities,
+    startHeapProfile,
+    stats,
+    limits: Object.freeze({
+      maxLabels: MAX_LABELS,
+      maxKeyBytes: MAX_KEY_BYTES,
+      maxValueBytes: MAX_VALUE_BYTES,
+    }),
+  };
+  instance.publish(api);
+  return api;
 }
-
-module.exports = {
-  withHeapProfileLabels,
-  setHeapProfileLabels,
-  getHeapProfileLabels,
-  capabilities,
-  startHeapProfile,
-  stats,
-  limits: Object.freeze({
-    maxLabels: MAX_LABELS,
-    maxKeyBytes: MAX_KEY_BYTES,
-    maxValueBytes: MAX_VALUE_BYTES,
-  }),
-};

@@ -1,6 +1,10 @@
 'use strict';
 // Label validation and interning: equal label sets become one frozen object, and each interned
 // object gets (lazily) one native label holder, the AsyncLocalStorage store that carries it.
+//
+// Rules beyond the limits: a label object is a plain object of any realm (vm contexts, Jest);
+// keys in the "heap_labels." namespace (the overflow set's) and "__proto__" are reserved; the
+// empty set {} means "no labels" (its holder carries none, and no label set is interned for it).
 
 const { types } = require('node:util');
 const { native } = require('./native');
@@ -9,10 +13,17 @@ const { native } = require('./native');
 const MAX_LABELS = 32;
 const MAX_KEY_BYTES = 128;
 const MAX_VALUE_BYTES = 1024;
+// Keys starting with this are heap-labels' own (the overflow set's key); shared with the Rust core.
+const RESERVED_PREFIX = 'heap_labels.';
 
-const interned = new WeakSet(); // frozen label objects made here
+const interned = new WeakSet(); // frozen label objects made here (user labels; not the overflow set's)
 const byKey = new Map(); // canonical key -> WeakRef(frozen labels)
-const holders = new WeakMap(); // frozen labels -> label holder
+// frozen labels -> WeakRef(label holder) bound to its own set / to the overflow set. Weak both
+// ways: a holder lives while an async context stores it, not merely while its label object does,
+// so label objects kept elsewhere (a profile's samples, a route table) pin no label set.
+const holders = new WeakMap();
+const overflowHolders = new WeakMap();
+const objectPrototypes = new WeakSet(); // other realms' Object.prototype objects seen
 const pairsOf = new WeakMap(); // frozen labels -> [keys, values]
 const frozenUserLabels = new WeakMap(); // a user's frozen label object -> its interned equal
 const forget = new FinalizationRegistry((key) => {
@@ -27,9 +38,11 @@ function describe(value) {
   if (types.isProxy(value)) return 'a Proxy';
   if (types.isMap(value)) return 'a Map';
   const proto = Object.getPrototypeOf(value);
-  const ctor = proto && Object.getOwnPropertyDescriptor(proto, 'constructor');
-  const name = ctor && typeof ctor.value === 'function' ? ctor.value.name : '';
-  return name ? `an instance of ${name}` : 'an object with a custom prototype';
+  // Descriptors only, also here: describing a bad value must not run its getters or traps.
+  const ctor = proto && !types.isProxy(proto) ? Object.getOwnPropertyDescriptor(proto, 'constructor')?.value : undefined;
+  const name =
+    typeof ctor === 'function' && !types.isProxy(ctor) ? Object.getOwnPropertyDescriptor(ctor, 'name')?.value : '';
+  return typeof name === 'string' && name ? `an instance of ${name}` : 'an object with a custom prototype';
 }
 
 function quote(key) {
@@ -40,7 +53,23 @@ function quote(key) {
 function isPlainObject(value) {
   if (value === null || typeof value !== 'object' || types.isProxy(value)) return false;
   const proto = Object.getPrototypeOf(value);
-  return proto === null || proto === Object.prototype;
+  return proto === null || proto === Object.prototype || isObjectPrototype(proto);
+}
+
+// Whether `proto` is the Object.prototype of some realm (a vm context; Jest runs every test file
+// in one): a non-Proxy object without a prototype whose own `constructor` data property is that
+// realm's native Object function, which points back at it. Reads data descriptors only: no getter
+// or Proxy trap runs.
+function isObjectPrototype(proto) {
+  if (objectPrototypes.has(proto)) return true;
+  if (types.isProxy(proto) || Object.getPrototypeOf(proto) !== null) return false;
+  const ctor = Object.getOwnPropertyDescriptor(proto, 'constructor')?.value;
+  if (typeof ctor !== 'function' || types.isProxy(ctor)) return false;
+  if (Object.getOwnPropertyDescriptor(ctor, 'prototype')?.value !== proto) return false;
+  if (Object.getOwnPropertyDescriptor(ctor, 'name')?.value !== 'Object') return false;
+  if (Function.prototype.toString.call(ctor) !== 'function Object() { [native code] }') return false;
+  objectPrototypes.add(proto);
+  return true;
 }
 
 // Validates a user label object without invoking any getter or Proxy trap, and returns its pairs
@@ -101,6 +130,9 @@ function checkPair(key, descriptor, where) {
   if (!key.isWellFormed()) {
     throw new TypeError(`heap-labels: ${where}: label key ${quote(key)} is not well-formed Unicode`);
   }
+  if (key.startsWith(RESERVED_PREFIX) || key === '__proto__') {
+    throw new TypeError(`heap-labels: ${where}: label key ${quote(key)} is reserved: ${reservedReason(key)}`);
+  }
   const valueBytes = utf8Length(value, MAX_VALUE_BYTES);
   if (valueBytes > MAX_VALUE_BYTES) {
     throw new RangeError(
@@ -114,6 +146,12 @@ function checkPair(key, descriptor, where) {
     );
   }
   return value;
+}
+
+function reservedReason(key) {
+  return key === '__proto__'
+    ? 'assigning it to an object sets the prototype instead of a label'
+    : `keys starting with "${RESERVED_PREFIX}" are heap-labels' own (the overflow set's key)`;
 }
 
 // UTF-8 length of `text` where it matters for `limit`: exact when the string could exceed it;
@@ -136,7 +174,9 @@ function canonicalKey(keys, values) {
 }
 
 // The one frozen object for these (valid) pairs; `keys` are unique. Pairs are put in JS sort
-// order first (native code sorts by UTF-8 bytes, which differs for astral characters).
+// order first (native code sorts by UTF-8 bytes, which differs for astral characters). The
+// overflow set's object (from a profile) is not a valid user label object: passing it back to the
+// API is rejected like any reserved key.
 function internPairs(keys, values) {
   if (!isSorted(keys)) [keys, values] = sortPairs(keys, values);
   const key = canonicalKey(keys, values);
@@ -145,7 +185,7 @@ function internPairs(keys, values) {
   const labels = {};
   for (let i = 0; i < keys.length; i++) labels[keys[i]] = values[i];
   Object.freeze(labels);
-  interned.add(labels);
+  if (!keys.some((k) => k.startsWith(RESERVED_PREFIX))) interned.add(labels);
   pairsOf.set(labels, [keys, values]);
   byKey.set(key, new WeakRef(labels));
   forget.register(labels, key);
@@ -194,15 +234,37 @@ function internWith(labels, key, value, where) {
 
 // The label holder of an interned label object (created on first use).
 function holderOf(labels) {
-  let holder = holders.get(labels);
+  return holders.get(labels)?.deref() ?? holderOnOverflow(labels);
+}
+
+// A holder made while the registry was at maxLabelSets is bound to the overflow set. Each use
+// asks the addon to bind it to its own set if there is room now (the addon also does so for all
+// such holders when a session starts, a profile is read or stats are taken), so a label object
+// that lives long (a frozen per-route object, a busy route) recovers its real labels.
+function holderOnOverflow(labels) {
+  let holder = overflowHolders.get(labels)?.deref();
   if (holder === undefined) {
     const [keys, values] = pairsOf.get(labels);
     holder = native.createLabelHolder(labels, keys, values);
     Object.defineProperty(holder, 'labels', { value: labels });
     Object.freeze(holder);
-    holders.set(labels, holder);
+  }
+  const ref = new WeakRef(holder);
+  if (native.bindLabelHolder(holder)) {
+    overflowHolders.delete(labels);
+    holders.set(labels, ref);
+  } else {
+    overflowHolders.set(labels, ref);
   }
   return holder;
+}
+
+// This realm's label object of a holder's labels. Realms that share the addon share the labels
+// key (one set of labels per isolate), so a holder may come from another realm's instance.
+// (Its frozen object is validated once, then found in frozenUserLabels.)
+function labelsOfHolder(holder) {
+  const labels = holder.labels;
+  return interned.has(labels) ? labels : intern(labels, 'getHeapProfileLabels');
 }
 
 module.exports = {
@@ -213,4 +275,5 @@ module.exports = {
   internPairs,
   internWith,
   holderOf,
+  labelsOfHolder,
 };

@@ -64,9 +64,12 @@ function validateOptions(options) {
 
 const UNLABELED = internPairs([], []);
 
-// The public view of one read of the profile. Labels are the interned frozen objects.
 // Label-set id of an unlabeled sample in the native sample columns (u32::MAX).
 const NO_LABEL_SET = 0xffffffff;
+
+// The public view of one read of the profile. Labels are the interned frozen objects. The native
+// copy behind it is reported to V8 as external memory (so unread profiles are collected even in a
+// process that allocates little) and freed at once by [Symbol.dispose]().
 
 class AllocationProfile {
   #native;
@@ -125,6 +128,11 @@ class AllocationProfile {
 
   toHeapProfile() {
     return JSON.parse(this.#native.toHeapProfileJson());
+  }
+
+  // Frees the native copy now (what was already converted, e.g. `samples` once read, stays).
+  [dispose]() {
+    this.#native.dispose();
   }
 }
 

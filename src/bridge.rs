@@ -75,6 +75,11 @@ pub mod ffi {
         /// frees on any thread: an atomic decrement (and at most a free), nothing else.
         fn release_label_word(word: usize);
 
+        /// Frees the `PendingLabels` box at address `pending` (made by `labels::bind_new_holder`).
+        /// Called when a holder is rebound, from V8 weak callbacks during GC and at isolate
+        /// teardown: a plain free, nothing else.
+        fn drop_pending_labels(pending: usize);
+
         /// Takes one more strong reference for `word`. Called inside V8's allocation path (the
         /// sample-labels capture callback) and by the counting allocator: one atomic increment.
         fn retain_label_word(word: usize);
@@ -112,23 +117,56 @@ pub mod ffi {
         fn read_profile(self: Pin<&mut IsolateState>) -> Result<RawProfile>;
 
         /// Makes a label holder: an object with field 0 = aligned pointer `word` (one strong ref,
-        /// released by a weak callback when the holder dies) and field 1 = the frozen labels
-        /// object `labels` (a napi_value). Returns the holder as a napi_value.
+        /// released by a weak callback when the holder dies; 0 = no labels) and field 1 = the
+        /// frozen labels object `labels` (a napi_value). `pending` (0 or a `PendingLabels` box,
+        /// when `word` is the overflow set) is owned by the holder from now on. Returns the holder
+        /// as a napi_value.
         ///
         /// # Safety
         /// Must run inside a napi callback on the isolate's thread; `labels` is a live napi_value
-        /// of that callback and `word` came from the label-word helpers.
+        /// of that callback, `word` came from the label-word helpers and `pending` from
+        /// `labels::bind_new_holder`.
         unsafe fn create_label_holder(
             self: Pin<&mut IsolateState>,
             labels: usize,
             word: usize,
+            pending: usize,
         ) -> Result<usize>;
 
-        /// Registers the lib's AsyncLocalStorage instance (a napi_value) as the labels key.
+        /// The pending labels of `holder` (a napi_value), not transferred: 0 when the holder is
+        /// bound to its own set. Fails when `holder` is not a live holder of this isolate.
+        ///
+        /// # Safety
+        /// As for `create_label_holder`; the result is valid while the holder is bound to the
+        /// overflow set (it is freed by `rebind_label_holder` or the holder's death).
+        unsafe fn holder_pending(self: &IsolateState, holder: usize) -> Result<usize>;
+
+        /// Binds `holder` to `word` (taking its reference), releasing its previous word and its
+        /// pending labels. Fails (releasing `word`) when `holder` is not a live holder.
         ///
         /// # Safety
         /// As for `create_label_holder`.
-        unsafe fn register_labels_key(self: Pin<&mut IsolateState>, key: usize) -> Result<()>;
+        unsafe fn rebind_label_holder(
+            self: Pin<&mut IsolateState>,
+            holder: usize,
+            word: usize,
+        ) -> Result<()>;
+
+        /// The holders bound to the overflow set, as napi_values of the current napi callback.
+        ///
+        /// # Safety
+        /// Must run inside a napi callback on the isolate's thread.
+        unsafe fn overflowed_holders(self: &IsolateState) -> Vec<usize>;
+
+        /// How many live holders are bound to the overflow set.
+        fn overflowed_holder_count(self: &IsolateState) -> usize;
+
+        /// Registers the lib's AsyncLocalStorage instance (a napi_value) as the labels key unless
+        /// one is registered already; returns the registered key (a napi_value).
+        ///
+        /// # Safety
+        /// As for `create_label_holder`.
+        unsafe fn register_labels_key(self: Pin<&mut IsolateState>, key: usize) -> Result<usize>;
 
         /// The value stored under `key` in the current continuation-preserved embedder data when
         /// that is an AsyncContextFrame (a Map), as a napi_value; 0 when CPED is not a Map or
@@ -160,6 +198,11 @@ pub mod ffi {
 /// dropping an `Arc` frees, no locks, no calls into V8.
 fn release_label_word(word: usize) {
     crate::labels::release_word(word);
+}
+
+/// See `ffi::drop_pending_labels`. Runs inside V8 GC weak callbacks: a plain free.
+fn drop_pending_labels(pending: usize) {
+    crate::labels::drop_pending(pending);
 }
 
 /// See `ffi::retain_label_word`. Runs inside V8's allocation path: one atomic increment.

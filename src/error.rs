@@ -27,6 +27,9 @@ pub enum Error {
     /// The session a handle refers to is no longer the running one.
     #[error("heap-labels: heap profile session {0} is not running")]
     SessionNotRunning(u32),
+    /// The profile read was disposed; its data is gone.
+    #[error("heap-labels: this AllocationProfile was disposed; read the profile again")]
+    ProfileDisposed,
     /// A V8-side operation failed (reported by cpp/).
     #[error("heap-labels: {0}")]
     Native(String),
@@ -52,6 +55,7 @@ impl Error {
             Error::LabelArity { .. } => JsErrorClass::TypeError,
             Error::ProfilerBusy
             | Error::SessionNotRunning(_)
+            | Error::ProfileDisposed
             | Error::Native(_)
             | Error::Napi(_) => JsErrorClass::Error,
         }

@@ -5,9 +5,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use heap_labels_core::{heapprofile, pprof, GroupLabels, LabelSet};
-use napi::bindgen_prelude::{Buffer, Float64Array, Uint32Array};
+use napi::bindgen_prelude::{Buffer, Float64Array, ObjectFinalize, Uint32Array};
+use napi::Env;
 use napi_derive::napi;
 
+use crate::error::{Error, Result};
 use crate::model::ReadProfile;
 
 /// A label set as parallel key/value arrays, sorted by key.
@@ -32,8 +34,7 @@ pub struct NativeSampleColumns {
 }
 
 /// `NativeSampleColumns::label_sets` of an unlabeled sample. Registries hand out ids from 1
-/// upwards (0 is the overflow set), one per distinct set ever interned, so u32::MAX is never an id
-/// in practice; `labels` treats ids at or past it as unlabeled.
+/// upwards (0 is the overflow set) and never reach it (`heap_labels_core::MAX_ID`).
 pub const NO_LABEL_SET: u32 = u32::MAX;
 
 /// One group of `byLabel`: `keys`/`values` are the group's labels (empty when unlabeled).
@@ -55,127 +56,188 @@ pub struct NativeExternal {
     pub bytes: f64,
 }
 
-/// One read of the allocation profile.
-#[napi]
+/// One read of the allocation profile. Its native copy (~50 bytes per sample) is reported to V8
+/// as external memory while it lives, so that a process which reads profiles but allocates little
+/// on the JS heap still collects old reads; `dispose()` frees it at once.
+#[napi(custom_finalize)]
 pub struct NativeProfile {
-    read: ReadProfile,
+    /// `None` once disposed.
+    read: Option<ReadProfile>,
+    /// Bytes reported to V8 for `read` (given back on dispose or finalize).
+    reported: i64,
 }
 
 impl NativeProfile {
-    pub fn new(read: ReadProfile) -> Self {
-        NativeProfile { read }
+    /// Takes `read` over and reports its size to V8 (`napi_adjust_external_memory`).
+    pub fn new(env: &Env, read: ReadProfile) -> Result<Self> {
+        let reported = i64::try_from(read.native_bytes()).unwrap_or(i64::MAX);
+        env.adjust_external_memory(reported)?;
+        Ok(NativeProfile {
+            read: Some(read),
+            reported,
+        })
     }
 
-    fn sets(&self) -> impl Iterator<Item = &Arc<LabelSet>> {
-        let profile = &self.read.profile;
+    fn read(&self) -> Result<&ReadProfile> {
+        self.read.as_ref().ok_or(Error::ProfileDisposed)
+    }
+
+    /// Frees the native copy now and gives its size back to V8. Idempotent.
+    fn release(&mut self, env: &Env) -> napi::Result<()> {
+        self.read = None;
+        let reported = std::mem::take(&mut self.reported);
+        if reported != 0 {
+            env.adjust_external_memory(-reported)?;
+        }
+        Ok(())
+    }
+
+    fn sets(read: &ReadProfile) -> impl Iterator<Item = &Arc<LabelSet>> {
+        let profile = &read.profile;
         let sampled = profile.samples.iter().filter_map(|s| s.labels.as_ref());
         sampled.chain(profile.external.iter().map(|(set, _)| set))
     }
 }
 
+impl ObjectFinalize for NativeProfile {
+    /// The JS object was collected: the copy goes with it (plain frees and atomic decrements of
+    /// the label sets it held) and V8 learns that the memory is gone.
+    fn finalize(mut self, env: Env) -> napi::Result<()> {
+        self.release(&env)
+    }
+}
+
+/// Runs `f` on the profile, throwing the addon's error (e.g. "disposed") as a JS error.
+fn with_read<T>(
+    env: &Env,
+    profile: &NativeProfile,
+    f: impl FnOnce(&ReadProfile) -> T,
+) -> napi::Result<T> {
+    profile.read().map(f).map_err(|e| e.throw(env))
+}
+
 #[napi]
 impl NativeProfile {
-    /// Signature: `() => number` - the mean bytes between samples of the session.
+    /// Signature: `() => number` - the mean bytes between samples of the session (0 once disposed).
     #[napi(getter)]
     pub fn sample_interval(&self) -> f64 {
-        self.read.profile.sample_interval as f64
+        self.read
+            .as_ref()
+            .map_or(0.0, |read| read.profile.sample_interval as f64)
+    }
+
+    /// Signature: `() => void` - frees the native copy now; every other method throws afterwards.
+    #[napi]
+    pub fn dispose(&mut self, env: Env) -> napi::Result<()> {
+        self.release(&env)
     }
 
     /// Signature: `() => NativeSampleColumns` - the samples as typed-array columns.
     #[napi]
-    pub fn sample_columns(&self) -> NativeSampleColumns {
-        let samples = &self.read.profile.samples;
-        NativeSampleColumns {
-            node_ids: Uint32Array::new(samples.iter().map(|s| s.node_id).collect()),
-            sizes: Float64Array::new(samples.iter().map(|s| s.size as f64).collect()),
-            counts: Uint32Array::new(self.read.v8_counts.clone()),
-            sample_ids: Float64Array::new(samples.iter().map(|s| s.sample_id as f64).collect()),
-            label_sets: Uint32Array::new(
-                samples
-                    .iter()
-                    .map(|s| s.labels.as_ref().map_or(NO_LABEL_SET, |set| set.id()))
-                    .collect(),
-            ),
-        }
+    pub fn sample_columns(&self, env: Env) -> napi::Result<NativeSampleColumns> {
+        with_read(&env, self, |read| {
+            let samples = &read.profile.samples;
+            NativeSampleColumns {
+                node_ids: Uint32Array::new(samples.iter().map(|s| s.node_id).collect()),
+                sizes: Float64Array::new(samples.iter().map(|s| s.size as f64).collect()),
+                counts: Uint32Array::new(read.v8_counts.clone()),
+                sample_ids: Float64Array::new(samples.iter().map(|s| s.sample_id as f64).collect()),
+                label_sets: Uint32Array::new(
+                    samples
+                        .iter()
+                        .map(|s| s.labels.as_ref().map_or(NO_LABEL_SET, |set| set.id()))
+                        .collect(),
+                ),
+            }
+        })
     }
 
     /// Signature: `() => NativeLabelSet[]` - every set that a sample or an external entry refers to.
     #[napi]
-    pub fn label_sets(&self) -> Vec<NativeLabelSet> {
-        let mut by_id = BTreeMap::new();
-        for set in self.sets() {
-            by_id.entry(set.id()).or_insert_with(|| {
-                let (keys, values) = split_pairs(set.pairs().iter().map(|(k, v)| (&**k, &**v)));
-                NativeLabelSet {
-                    id: set.id(),
-                    keys,
-                    values,
-                }
-            });
-        }
-        by_id.into_values().collect()
+    pub fn label_sets(&self, env: Env) -> napi::Result<Vec<NativeLabelSet>> {
+        with_read(&env, self, |read| {
+            let mut by_id = BTreeMap::new();
+            for set in Self::sets(read) {
+                by_id.entry(set.id()).or_insert_with(|| {
+                    let (keys, values) = split_pairs(set.pairs().iter().map(|(k, v)| (&**k, &**v)));
+                    NativeLabelSet {
+                        id: set.id(),
+                        keys,
+                        values,
+                    }
+                });
+            }
+            by_id.into_values().collect()
+        })
     }
 
     /// Signature: `() => NativeExternal[]`.
     #[napi]
-    pub fn external_bytes(&self) -> Vec<NativeExternal> {
-        let profile = &self.read.profile;
-        let mut out: Vec<NativeExternal> = profile
-            .external
-            .iter()
-            .map(|(set, bytes)| NativeExternal {
-                label_set: Some(set.id()),
-                bytes: *bytes as f64,
-            })
-            .collect();
-        if profile.unlabeled_external != 0 {
-            out.push(NativeExternal {
-                label_set: None,
-                bytes: profile.unlabeled_external as f64,
-            });
-        }
-        out
+    pub fn external_bytes(&self, env: Env) -> napi::Result<Vec<NativeExternal>> {
+        with_read(&env, self, |read| {
+            let profile = &read.profile;
+            let mut out: Vec<NativeExternal> = profile
+                .external
+                .iter()
+                .map(|(set, bytes)| NativeExternal {
+                    label_set: Some(set.id()),
+                    bytes: *bytes as f64,
+                })
+                .collect();
+            if profile.unlabeled_external != 0 {
+                out.push(NativeExternal {
+                    label_set: None,
+                    bytes: profile.unlabeled_external as f64,
+                });
+            }
+            out
+        })
     }
 
     /// Signature: `(key?: string) => NativeGroup[]` - estimates per label set or per value of
     /// `key`, largest first.
     #[napi]
-    pub fn by_label(&self, key: Option<String>) -> Vec<NativeGroup> {
-        self.read
-            .profile
-            .by_label(key.as_deref())
-            .into_iter()
-            .map(|group| {
-                let (keys, values) = match &group.labels {
-                    GroupLabels::Unlabeled => (Vec::new(), Vec::new()),
-                    GroupLabels::Set(set) => {
-                        split_pairs(set.pairs().iter().map(|(k, v)| (&**k, &**v)))
+    pub fn by_label(&self, env: Env, key: Option<String>) -> napi::Result<Vec<NativeGroup>> {
+        with_read(&env, self, |read| {
+            read.profile
+                .by_label(key.as_deref())
+                .into_iter()
+                .map(|group| {
+                    let (keys, values) = match &group.labels {
+                        GroupLabels::Unlabeled => (Vec::new(), Vec::new()),
+                        GroupLabels::Set(set) => {
+                            split_pairs(set.pairs().iter().map(|(k, v)| (&**k, &**v)))
+                        }
+                        GroupLabels::Value { key, value } => {
+                            (vec![key.clone()], vec![value.clone()])
+                        }
+                    };
+                    NativeGroup {
+                        unlabeled: matches!(group.labels, GroupLabels::Unlabeled),
+                        keys,
+                        values,
+                        bytes: group.bytes,
+                        objects: group.objects,
+                        external_bytes: group.external_bytes as f64,
+                        samples: u32::try_from(group.samples).unwrap_or(u32::MAX),
                     }
-                    GroupLabels::Value { key, value } => (vec![key.clone()], vec![value.clone()]),
-                };
-                NativeGroup {
-                    unlabeled: matches!(group.labels, GroupLabels::Unlabeled),
-                    keys,
-                    values,
-                    bytes: group.bytes,
-                    objects: group.objects,
-                    external_bytes: group.external_bytes as f64,
-                    samples: u32::try_from(group.samples).unwrap_or(u32::MAX),
-                }
-            })
-            .collect()
+                })
+                .collect()
+        })
     }
 
     /// Signature: `() => Buffer` - gzip-compressed pprof `profile.proto`.
     #[napi]
-    pub fn to_pprof(&self) -> Buffer {
-        pprof::encode_with(&self.read.profile, &self.read.encode_options).into()
+    pub fn to_pprof(&self, env: Env) -> napi::Result<Buffer> {
+        with_read(&env, self, |read| {
+            pprof::encode_with(&read.profile, &read.encode_options).into()
+        })
     }
 
     /// Signature: `() => string` - DevTools `.heapprofile` JSON.
     #[napi]
-    pub fn to_heap_profile_json(&self) -> String {
-        heapprofile::to_string(&self.read.profile)
+    pub fn to_heap_profile_json(&self, env: Env) -> napi::Result<String> {
+        with_read(&env, self, |read| heapprofile::to_string(&read.profile))
     }
 }
 

@@ -55,6 +55,8 @@ pub struct NativeCapabilities {
 pub struct NativeStats {
     /// Label holders created and not yet collected.
     pub live_holders: u32,
+    /// Of those, the ones bound to the overflow set (rebound once the registry has room).
+    pub overflow_label_holders: u32,
     /// Distinct label sets interned (overflow set excluded).
     pub label_sets: u32,
     /// Whether this isolate's heap-labels session is sampling.

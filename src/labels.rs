@@ -1,28 +1,134 @@
-//! Label sets at the napi boundary: interning pairs into the per-isolate registry and turning a
-//! set into the word a label holder owns.
+//! Label sets at the napi boundary: binding label holders to interned sets, rebinding the holders
+//! that got the overflow set once the registry has room, and the words the holders own.
+//!
+//! A holder made while the registry is full is bound to the overflow set and keeps its labels as
+//! pending labels (a `PendingLabels` box owned by the holder's record in cpp/). Rebinding happens
+//! on the isolate thread only, inside napi calls: when lib/ uses the holder again
+//! ([`bind_holder`]) and when a session starts, a profile is read or stats are taken
+//! ([`rebind_overflowed`]). Never from V8's allocation path: the capture callback only reads the
+//! holder's word.
 
-use heap_labels_core::{LabelRegistry, LabelSet};
+use heap_labels_core::{Interned, LabelRegistry, LabelSet, PendingLabels};
 
 use crate::error::{Error, Result};
+use crate::state::IsolateAddon;
 
-/// Interns `keys[i] = values[i]` and returns a word that owns one strong reference to the set
-/// (the registry's overflow set once `maxLabelSets` is reached).
-pub fn intern_word(
+/// What a new holder is bound to: `word` owns one strong reference (0 = no labels); `pending` is
+/// 0 or a `PendingLabels` box (when `word` is the overflow set). Both go to the holder.
+#[derive(Debug, PartialEq, Eq)]
+pub struct HolderBinding {
+    pub word: usize,
+    pub pending: usize,
+}
+
+/// Interns `keys[i] = values[i]` for a new holder. The empty set is no labels: word 0, nothing
+/// interned (so it never counts against `maxLabelSets`). Past `maxLabelSets` the holder gets the
+/// overflow set and keeps its pairs pending.
+pub fn bind_new_holder(
     registry: &LabelRegistry,
     keys: Vec<String>,
     values: Vec<String>,
-) -> Result<usize> {
+) -> Result<HolderBinding> {
     if keys.len() != values.len() {
         return Err(Error::LabelArity {
             keys: keys.len(),
             values: values.len(),
         });
     }
+    if keys.is_empty() {
+        return Ok(HolderBinding {
+            word: 0,
+            pending: 0,
+        });
+    }
     // Sets that lost their last holder go away here, on the isolate thread (never in V8 callbacks);
     // amortized, so that interning stays O(1).
     registry.prune_if_due();
-    let set = registry.intern(keys.into_iter().zip(values).collect())?;
-    Ok(LabelSet::into_word(set))
+    Ok(
+        match registry.try_intern(keys.into_iter().zip(values).collect())? {
+            Interned::Set(set) => HolderBinding {
+                word: LabelSet::into_word(set),
+                pending: 0,
+            },
+            Interned::Full(pending) => HolderBinding {
+                word: LabelSet::into_word(registry.overflow()),
+                pending: Box::into_raw(Box::new(pending)) as usize,
+            },
+        },
+    )
+}
+
+/// A word (one strong reference) of the set `pending` stands for, if the registry has room for it
+/// now.
+fn retry(registry: &LabelRegistry, pending: usize) -> Option<usize> {
+    // SAFETY: `pending` was read from the record of a holder that a napi_value of the current
+    // call keeps alive, and only `rebind_label_holder` (not called before this returns) or the
+    // holder's death frees it.
+    let pending = unsafe { &*(pending as *const PendingLabels) };
+    registry.retry(pending).map(LabelSet::into_word)
+}
+
+/// Binds `holder` (a napi_value of the current call) to its own set if it is bound to the overflow
+/// set and there is room now. Returns whether it is bound to its own set.
+pub fn bind_holder(state: &mut IsolateAddon, holder: usize) -> Result<bool> {
+    // SAFETY: inside a napi callback on the isolate thread; `holder` is one of its napi_values.
+    let pending = unsafe { state.v8.holder_pending(holder)? };
+    if pending == 0 {
+        return Ok(true);
+    }
+    // A failed retry counts as an overflowed intern: a label object used again and again while
+    // the registry is full drives the amortized prune that finds released sets.
+    state.registry.prune_if_due();
+    let Some(word) = retry(&state.registry, pending) else {
+        return Ok(false);
+    };
+    // SAFETY: as above; `word` came from `retry` and its reference goes to the holder.
+    unsafe { state.v8_mut().rebind_label_holder(holder, word)? };
+    Ok(true)
+}
+
+/// Rebinds the holders bound to the overflow set while the registry has room (after a full prune);
+/// returns how many. For the isolate thread at session start, read and stats time: the holders of
+/// long-lived async contexts are rebound in place, so their later samples carry their own labels.
+pub fn rebind_overflowed(state: &mut IsolateAddon) -> Result<usize> {
+    if state.v8.overflowed_holder_count() == 0 {
+        return Ok(0);
+    }
+    state.registry.prune();
+    if state.registry.len() >= state.registry.max_sets() {
+        return Ok(0);
+    }
+    // SAFETY: inside a napi callback on the isolate thread; the napi_values live in its scope and
+    // keep the holders (and so their pending labels) alive until it returns.
+    let holders = unsafe { state.v8.overflowed_holders() };
+    let mut rebound = 0;
+    for holder in holders {
+        // SAFETY: as above.
+        let pending = unsafe { state.v8.holder_pending(holder)? };
+        if pending == 0 {
+            continue;
+        }
+        // Full again: the remaining holders stay on the overflow set until the next chance.
+        let Some(word) = retry(&state.registry, pending) else {
+            break;
+        };
+        // SAFETY: as above; the reference of `word` goes to the holder.
+        unsafe { state.v8_mut().rebind_label_holder(holder, word)? };
+        rebound += 1;
+    }
+    Ok(rebound)
+}
+
+/// Frees pending labels made by [`bind_new_holder`].
+///
+/// Runs inside V8 GC weak callbacks and at isolate teardown: a plain free; no lock, no V8 call.
+pub fn drop_pending(pending: usize) {
+    if pending == 0 {
+        return;
+    }
+    // SAFETY: cpp/ calls this exactly once per box it received from `bind_new_holder` (rebind,
+    // holder weak callback or teardown).
+    drop(unsafe { Box::from_raw(pending as *mut PendingLabels) });
 }
 
 /// Gives back the reference a word owns.
@@ -33,8 +139,8 @@ pub fn release_word(word: usize) {
     if word == 0 {
         return;
     }
-    // SAFETY: cpp/ calls this exactly once per word it received from `intern_word` (holder weak
-    // callback or teardown), so the word still owns its reference.
+    // SAFETY: cpp/ calls this exactly once per word it received from `bind_new_holder` or `retry`
+    // (holder rebind, weak callback or teardown), so the word still owns its reference.
     unsafe { LabelSet::release_word(word) }
 }
 
@@ -57,22 +163,66 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
+    fn bind(registry: &LabelRegistry, route: &str) -> HolderBinding {
+        bind_new_holder(registry, vec!["route".into()], vec![route.into()]).unwrap()
+    }
+
     #[test]
     fn a_word_owns_one_reference_until_released() {
         let registry = LabelRegistry::new(10);
-        let word = intern_word(&registry, vec!["route".into()], vec!["/a".into()]).unwrap();
+        let binding = bind(&registry, "/a");
+        assert_eq!(binding.pending, 0);
         let set = registry.live_sets().pop().unwrap();
         assert_eq!(Arc::strong_count(&set), 3); // registry, word, `set`
-        release_word(word);
+        release_word(binding.word);
         assert_eq!(Arc::strong_count(&set), 2);
         drop(set);
         assert_eq!(registry.prune(), 1);
     }
 
     #[test]
+    fn the_empty_set_is_no_labels_and_interns_nothing() {
+        let registry = LabelRegistry::new(1);
+        let binding = bind_new_holder(&registry, vec![], vec![]).unwrap();
+        assert_eq!(
+            binding,
+            HolderBinding {
+                word: 0,
+                pending: 0
+            }
+        );
+        assert!(registry.is_empty());
+        let a = bind(&registry, "/a");
+        assert_eq!(a.pending, 0, "the cap's one set is still free");
+        release_word(a.word);
+    }
+
+    #[test]
+    fn a_holder_past_the_cap_keeps_its_labels_pending_until_there_is_room() {
+        let registry = LabelRegistry::new(1);
+        let a = bind(&registry, "/a");
+        let b = bind(&registry, "/b");
+        assert_eq!(b.word, LabelSet::as_word(&registry.overflow()));
+        assert_ne!(b.pending, 0);
+        assert!(retry(&registry, b.pending).is_none(), "still full");
+
+        release_word(a.word);
+        registry.prune();
+        let word = retry(&registry, b.pending).unwrap();
+        // SAFETY: `word` owns a reference until released below.
+        assert_eq!(
+            unsafe { LabelSet::word_as_ref(word) }.get("route"),
+            Some("/b")
+        );
+        release_word(word);
+        release_word(b.word);
+        drop_pending(b.pending);
+    }
+
+    #[test]
     fn mismatched_arrays_are_rejected() {
         let registry = LabelRegistry::new(10);
-        let err = intern_word(&registry, vec!["a".into()], vec![]).unwrap_err();
+        let err = bind_new_holder(&registry, vec!["a".into()], vec![]).unwrap_err();
         assert!(matches!(err, Error::LabelArity { keys: 1, values: 0 }));
     }
 }

@@ -26,20 +26,26 @@ use crate::js_types::{NativeCapabilities, NativeStartOptions, NativeStats};
 use crate::session::SessionOptions;
 use crate::state::isolate_state;
 
-/// Signature: `(key: object) => void` - registers lib/'s AsyncLocalStorage as the labels key.
+/// Signature: `(key: object) => object` - registers lib/'s AsyncLocalStorage as the labels key,
+/// unless one is registered already, and returns the registered one: every lib/ instance sharing
+/// this addon instance (one per vm context, as Jest loads it) uses the same storage.
 #[napi]
-pub fn register_labels_key(env: Env, key: Object<'_>) -> napi::Result<()> {
-    let run = || -> error::Result<()> {
-        let state = isolate_state(&env)?;
+pub fn register_labels_key<'env>(env: &'env Env, key: Object<'env>) -> napi::Result<Object<'env>> {
+    let run = || -> error::Result<Object<'env>> {
+        let state = isolate_state(env)?;
         // SAFETY: `key` is a live napi_value of this callback, on the isolate thread.
-        unsafe { state.v8_mut().register_labels_key(key.raw() as usize)? };
-        Ok(())
+        let registered = unsafe { state.v8_mut().register_labels_key(key.raw() as usize)? };
+        Ok(Object::from_raw(
+            env.raw(),
+            registered as napi::sys::napi_value,
+        ))
     };
-    run().map_err(|e| e.throw(&env))
+    run().map_err(|e| e.throw(env))
 }
 
 /// Signature: `(labels: object, keys: string[], values: string[]) => object` - interns the pairs
-/// and returns a new label holder whose field 1 is `labels`.
+/// and returns a new label holder whose field 1 is `labels` (bound to the overflow set when the
+/// registry is full; see `bindLabelHolder`; the empty set binds to no labels).
 #[napi]
 pub fn create_label_holder<'env>(
     env: &'env Env,
@@ -49,17 +55,29 @@ pub fn create_label_holder<'env>(
 ) -> napi::Result<Object<'env>> {
     let run = || -> error::Result<Object<'env>> {
         let state = isolate_state(env)?;
-        let word = labels::intern_word(&state.registry, keys, values)?;
-        // SAFETY: inside this napi callback on the isolate thread; `labels` is live and `word` was
-        // just made by `intern_word` (the holder takes its reference, also on failure).
+        let binding = labels::bind_new_holder(&state.registry, keys, values)?;
+        // SAFETY: inside this napi callback on the isolate thread; `labels` is live and the binding
+        // was just made by `bind_new_holder` (the holder takes it over, also on failure).
         let holder = unsafe {
-            state
-                .v8_mut()
-                .create_label_holder(labels.raw() as usize, word)?
+            state.v8_mut().create_label_holder(
+                labels.raw() as usize,
+                binding.word,
+                binding.pending,
+            )?
         };
         Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
     };
     run().map_err(|e| e.throw(env))
+}
+
+/// Signature: `(holder: object) => boolean` - whether the holder is bound to its own label set,
+/// after binding it to it if it was bound to the overflow set and the registry has room now.
+#[napi]
+pub fn bind_label_holder(env: Env, holder: Object<'_>) -> napi::Result<bool> {
+    let run = || -> error::Result<bool> {
+        labels::bind_holder(isolate_state(&env)?, holder.raw() as usize)
+    };
+    run().map_err(|e| e.throw(&env))
 }
 
 /// Signature: `(key: object) => unknown` - the value stored under `key` in the current
@@ -110,10 +128,7 @@ pub fn start_profile(env: Env, options: NativeStartOptions) -> napi::Result<u32>
 #[napi]
 pub fn read_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
     let run = || -> error::Result<NativeProfile> {
-        Ok(NativeProfile::new(session::read(
-            isolate_state(&env)?,
-            session,
-        )?))
+        NativeProfile::new(&env, session::read(isolate_state(&env)?, session)?)
     };
     run().map_err(|e| e.throw(&env))
 }
@@ -122,10 +137,7 @@ pub fn read_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
 #[napi]
 pub fn stop_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
     let run = || -> error::Result<NativeProfile> {
-        Ok(NativeProfile::new(session::stop(
-            isolate_state(&env)?,
-            session,
-        )?))
+        NativeProfile::new(&env, session::stop(isolate_state(&env)?, session)?)
     };
     run().map_err(|e| e.throw(&env))
 }
@@ -135,9 +147,12 @@ pub fn stop_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
 pub fn stats(env: Env) -> napi::Result<NativeStats> {
     let run = || -> error::Result<NativeStats> {
         let state = isolate_state(&env)?;
+        labels::rebind_overflowed(state)?;
         state.registry.prune();
         Ok(NativeStats {
             live_holders: u32::try_from(state.v8.live_holders()).unwrap_or(u32::MAX),
+            overflow_label_holders: u32::try_from(state.v8.overflowed_holder_count())
+                .unwrap_or(u32::MAX),
             label_sets: u32::try_from(state.registry.len()).unwrap_or(u32::MAX),
             sampling: state.v8.sampling(),
         })

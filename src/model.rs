@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use heap_labels_core::pprof::EncodeOptions;
-use heap_labels_core::{CallFrame, LabelSet, Profile, Sample};
+use heap_labels_core::{CallFrame, LabelSet, Profile, ProfileNode, Sample};
 
 use crate::bridge::ffi;
 use crate::state::IsolateAddon;
@@ -40,6 +40,30 @@ pub struct ReadProfile {
     pub v8_counts: Vec<u32>,
     /// pprof header times (session start, duration).
     pub encode_options: EncodeOptions,
+}
+
+impl ReadProfile {
+    /// Heap bytes this read holds (its vectors and strings, by capacity; label sets are shared and
+    /// not counted): what it tells V8 as external memory.
+    pub fn native_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let profile = &self.profile;
+        let nodes: usize = profile
+            .nodes
+            .iter()
+            .map(|n| {
+                size_of::<ProfileNode>()
+                    + n.frame.function_name.capacity()
+                    + n.frame.url.capacity()
+                    + n.children.capacity() * size_of::<usize>()
+            })
+            .sum();
+        size_of::<Self>()
+            + nodes
+            + profile.samples.capacity() * size_of::<Sample>()
+            + profile.external.capacity() * size_of::<(Arc<LabelSet>, i64)>()
+            + self.v8_counts.capacity() * size_of::<u32>()
+    }
 }
 
 /// Builds the core model from a raw V8 profile. Nodes keep V8's pre-order, so raw parent indices

@@ -8,6 +8,7 @@ use heap_labels_core::DEFAULT_MAX_SETS;
 
 use crate::bridge::ffi;
 use crate::error::{Error, Result};
+use crate::labels;
 use crate::model::{self, ReadProfile};
 use crate::state::IsolateAddon;
 
@@ -104,6 +105,8 @@ pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
         return Err(Error::ProfilerBusy);
     }
     state.registry.set_max_sets(options.max_label_sets);
+    // A higher cap makes room: holders that got the overflow set get their own sets back now.
+    labels::rebind_overflowed(state)?;
     // On the patched runtime this starts a labeled session and installs the counting allocator.
     if !state.v8_mut().start_sampling(&options.to_ffi()) {
         return Err(Error::ProfilerBusy);
@@ -127,6 +130,8 @@ pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
 /// Reads the allocation profile of the running session `id`.
 pub fn read(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
     let session = running(state, id)?;
+    // Released sets make room: the holders of long-lived contexts leave the overflow set.
+    labels::rebind_overflowed(state)?;
     let raw = state.v8_mut().read_profile()?;
     let external = model::ExternalInput::read(state);
     let mut read = model::build_profile(raw, session.options.sample_interval, external);

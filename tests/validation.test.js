@@ -171,3 +171,105 @@ test('a frozen user object is validated once and maps to the interned set; unfro
   mutable.route = 42;
   assert.throws(() => labelsOf(mutable), /route/);
 });
+
+// --- realms, reserved keys, the empty set ---------------------------------------------------------
+
+test('plain objects of another realm (a vm context, as Jest runs every test file) are accepted', () => {
+  const vm = require('node:vm');
+  const context = vm.createContext({});
+  const literal = vm.runInContext('({ tenant: "t", route: "/vm" })', context);
+  const labels = labelsOf(literal);
+  assert.deepEqual(Object.entries(labels), [['route', '/vm'], ['tenant', 't']]);
+  assert.equal(Object.getPrototypeOf(labels), Object.prototype, 'the interned object belongs to this realm');
+  assert.equal(labelsOf({ route: '/vm', tenant: 't' }), labels, 'equal to a literal of this realm');
+  assert.equal(labelsOf(vm.runInContext('Object.freeze({ route: "/vm", tenant: "t" })', context)), labels);
+  assert.equal(labelsOf(vm.runInContext('Object.assign(Object.create(null), { route: "/np" })', context)).route, '/np');
+  setHeapProfileLabels(vm.runInContext('({ route: "/set" })', context));
+  assert.equal(getHeapProfileLabels().route, '/set');
+  setHeapProfileLabels(null);
+
+  // The same rules as for this realm's objects: only plain objects of string values.
+  for (const source of [
+    'new (class Labels { constructor() { this.route = "/a"; } })()',
+    '["a"]',
+    'new Map([["a", "b"]])',
+    'new Date()',
+    'Object.create({ inherited: "x" })',
+    'Object.create(Object.create(null, { constructor: { value: function Object() {} } }))',
+  ]) {
+    throwsNaming(() => withHeapProfileLabels(vm.runInContext(source, context), () => {}), TypeError, 'plain object');
+  }
+  throwsNaming(() => withHeapProfileLabels(vm.runInContext('({ route: 1 })', context), () => {}), TypeError, '"route"');
+
+  // Proxies of another realm, and objects whose prototype is a Proxy, are rejected without a trap.
+  let trapped = 0;
+  const traps = { getPrototypeOf() { trapped++; return Object.prototype; }, ownKeys() { trapped++; return []; } };
+  context.traps = traps;
+  throwsNaming(() => withHeapProfileLabels(vm.runInContext('new Proxy({ a: "b" }, traps)', context), () => {}), TypeError, 'Proxy');
+  throwsNaming(
+    () => withHeapProfileLabels(vm.runInContext('Object.create(new Proxy({}, traps))', context), () => {}),
+    TypeError,
+    'plain object',
+  );
+  throwsNaming(() => withHeapProfileLabels(Object.create(new Proxy({}, traps)), () => {}), TypeError, 'plain object');
+  assert.equal(trapped, 0);
+});
+
+test('a "__proto__" key is rejected with a TypeError naming it (it would not survive interning)', () => {
+  throwsNaming(
+    () => withHeapProfileLabels(JSON.parse('{"route":"/r","__proto__":"x"}'), () => {}),
+    TypeError,
+    '"__proto__"',
+  );
+  throwsNaming(() => setHeapProfileLabels({ ['__proto__']: 'x' }), TypeError, '"__proto__"');
+  const frozen = Object.freeze(JSON.parse('{"__proto__":"x"}'));
+  throwsNaming(() => withHeapProfileLabels(frozen, () => {}), TypeError, '"__proto__"');
+  assert.equal(getHeapProfileLabels(), undefined);
+  // A `__proto__:` in a literal sets the prototype, not a key: that object is just `{}` (or not plain).
+  assert.deepEqual(labelsOf({ __proto__: Object.prototype, route: '/p' }), { route: '/p' });
+});
+
+test('keys in the "heap_labels." namespace are reserved (the overflow set uses it)', () => {
+  throwsNaming(
+    () => withHeapProfileLabels({ 'heap_labels.overflow': 'true' }, () => {}),
+    TypeError,
+    '"heap_labels.overflow"',
+    'reserved',
+  );
+  throwsNaming(() => setHeapProfileLabels({ route: '/a', 'heap_labels.mine': '1' }), TypeError, '"heap_labels.mine"', 'reserved');
+  throwsNaming(
+    () => withHeapProfileLabels(Object.freeze({ 'heap_labels.overflow': 'true' }), () => {}),
+    TypeError,
+    '"heap_labels.overflow"',
+  );
+  assert.equal(labelsOf({ heap_labels: 'x' }).heap_labels, 'x', 'only the dotted namespace is reserved');
+  assert.equal(labelsOf({ 'heap_labelsX.y': 'x' })['heap_labelsX.y'], 'x');
+});
+
+test('the empty label set means "no labels": it is the unlabeled `{}` and takes no label set', () => {
+  const empty = [];
+  withHeapProfileLabels({ route: '/outer' }, () => {
+    withHeapProfileLabels({}, () => {
+      empty.push(getHeapProfileLabels());
+      setHeapProfileLabels(Object.freeze({}));
+      empty.push(getHeapProfileLabels());
+    });
+    assert.equal(getHeapProfileLabels().route, '/outer');
+  });
+  assert.deepEqual(empty[0], {});
+  assert.equal(empty[0], empty[1], 'one interned empty object');
+  assert.ok(Object.isFrozen(empty[0]));
+
+  // In a fresh process (this one has interned sets of its own): {} interns no label set, so it is
+  // never counted against maxLabelSets, and the one set that is interned is the real one.
+  const { spawnSync } = require('node:child_process');
+  const run = spawnSync(process.execPath, ['-e', `
+    const hl = require(${JSON.stringify(libPath)});
+    const counts = [hl.stats().labelSets];
+    hl.withHeapProfileLabels({}, () => counts.push(hl.stats().labelSets));
+    hl.withHeapProfileLabels({ route: '/r' }, () => counts.push(hl.stats().labelSets));
+    console.log(JSON.stringify(counts));
+  `], { encoding: 'utf8' });
+  assert.equal(run.status, 0, run.stderr);
+  assert.deepEqual(JSON.parse(run.stdout), [0, 0, 1]);
+});

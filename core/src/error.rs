@@ -24,6 +24,9 @@ pub enum LabelError {
         "the value of label \"{key}\" is {len} bytes long, more than the limit of {max} bytes"
     )]
     ValueTooLong { key: String, len: usize, max: usize },
+    /// The key is reserved ([`is_reserved_key`](crate::labels::is_reserved_key)).
+    #[error("label key \"{key}\" is reserved: {}", reserved_reason(.key))]
+    ReservedKey { key: String },
     /// The same key appears twice in one set.
     #[error("label key \"{key}\" appears more than once")]
     DuplicateKey { key: String },
@@ -31,3 +34,11 @@ pub enum LabelError {
 
 /// `Result` with [`LabelError`] as the default error.
 pub type Result<T, E = LabelError> = std::result::Result<T, E>;
+
+fn reserved_reason(key: &str) -> &'static str {
+    if key == "__proto__" {
+        "assigning it to an object sets the prototype instead of a label"
+    } else {
+        "keys starting with \"heap_labels.\" are heap-labels' own (the overflow set's key)"
+    }
+}

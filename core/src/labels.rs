@@ -2,7 +2,8 @@
 //!
 //! A [`LabelSet`] is an immutable list of `(key, value)` string pairs sorted by key, with unique keys,
 //! plus an atomic counter of the external (ArrayBuffer) bytes charged to it. The [`LabelRegistry`]
-//! makes equal sets the same `Arc<LabelSet>` and gives each a compact id that is never reused.
+//! makes equal sets the same `Arc<LabelSet>` and gives each a compact id, unique among the sets it
+//! holds (the id of a pruned set is given to a later one, so ids never run out).
 //!
 //! Across the V8 boundary a set travels as an opaque *word*: `Arc::into_raw(set) as usize`. Every word
 //! owns one strong reference. The word helpers ([`LabelSet::into_word`], [`LabelSet::retain_word`],
@@ -14,7 +15,7 @@ use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicI64, AtomicU32, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use dashmap::DashMap;
 
@@ -34,6 +35,11 @@ pub const OVERFLOW_KEY: &str = "heap_labels.overflow";
 pub const OVERFLOW_VALUE: &str = "true";
 /// Id of every registry's overflow set; interned sets are numbered from 1.
 pub const OVERFLOW_ID: u32 = 0;
+/// Highest id of an interned set. `u32::MAX` is never an id, so that the boundary can use it for
+/// "no set".
+pub const MAX_ID: u32 = u32::MAX - 1;
+/// Keys starting with this are reserved for heap-labels' own labels (the overflow set's key).
+pub const RESERVED_KEY_PREFIX: &str = "heap_labels.";
 /// [`LabelRegistry::prune_if_due`] prunes after at least this many new sets...
 pub const PRUNE_MIN_CREATED: usize = 64;
 /// ...or after this many interns answered with the overflow set.
@@ -62,8 +68,8 @@ impl LabelSet {
         }
     }
 
-    /// Compact id, unique within the registry that made this set and never reused by it.
-    /// The overflow set has id [`OVERFLOW_ID`].
+    /// Compact id in `1..=`[`MAX_ID`], unique among the live sets of the registry that made this
+    /// set (a pruned set's id goes to a later set). The overflow set has id [`OVERFLOW_ID`].
     pub fn id(&self) -> u32 {
         self.id
     }
@@ -252,6 +258,30 @@ impl Hasher for PrehashedHasher {
 
 type Prehashed = BuildHasherDefault<PrehashedHasher>;
 
+/// What [`LabelRegistry::try_intern`] found.
+#[derive(Debug)]
+pub enum Interned {
+    /// The one set equal to the pairs.
+    Set(Arc<LabelSet>),
+    /// The set is new and the registry is full: the validated pairs, for a later
+    /// [`LabelRegistry::retry`]. Meanwhile the owner uses the overflow set.
+    Full(PendingLabels),
+}
+
+/// Validated, sorted label pairs that did not fit into a full registry
+/// ([`LabelRegistry::try_intern`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingLabels {
+    pairs: Vec<(String, String)>,
+}
+
+impl PendingLabels {
+    /// The pairs, sorted by key.
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.pairs
+    }
+}
+
 /// Interns label sets for one isolate. Thread-safe; `intern` hits take only a shard read lock.
 ///
 /// The registry holds one strong reference to every interned set. [`prune`](Self::prune) drops the
@@ -265,7 +295,11 @@ pub struct LabelRegistry {
     hasher: RandomState,
     len: AtomicUsize,
     max_sets: AtomicUsize,
+    /// The next never-used id; ids of pruned sets go to `free_ids` and are handed out first.
     next_id: AtomicU32,
+    /// Ids of pruned sets. Taken under a `by_hash` shard lock (intern), filled by `prune` after its
+    /// walk; never touched from V8 callbacks.
+    free_ids: Mutex<Vec<u32>>,
     /// Sets created since the last prune (drives [`LabelRegistry::prune_if_due`]).
     created_since_prune: AtomicUsize,
     /// Interns answered with the overflow set since the last prune.
@@ -277,6 +311,12 @@ impl LabelRegistry {
     /// A registry that interns at most `max_sets` distinct sets; past that, [`intern`](Self::intern)
     /// returns the overflow set.
     pub fn new(max_sets: usize) -> Self {
+        Self::with_first_id(max_sets, OVERFLOW_ID + 1)
+    }
+
+    /// [`new`](Self::new), with never-used ids starting at `first_id` instead of 1: lets tests
+    /// reach the end of the id space without creating four billion sets.
+    fn with_first_id(max_sets: usize, first_id: u32) -> Self {
         let overflow = LabelSet::new(
             OVERFLOW_ID,
             true,
@@ -288,7 +328,8 @@ impl LabelRegistry {
             hasher: RandomState::new(),
             len: AtomicUsize::new(0),
             max_sets: AtomicUsize::new(max_sets),
-            next_id: AtomicU32::new(OVERFLOW_ID + 1),
+            next_id: AtomicU32::new(first_id),
+            free_ids: Mutex::new(Vec::new()),
             created_since_prune: AtomicUsize::new(0),
             overflowed_since_prune: AtomicUsize::new(0),
             overflow: Arc::new(overflow),
@@ -309,24 +350,54 @@ impl LabelRegistry {
     /// Validates `pairs` (any order), sorts them by key and returns the one set equal to them.
     ///
     /// Limits: at most [`MAX_LABELS`] pairs, keys 1..=[`MAX_KEY_BYTES`] bytes, values
-    /// 0..=[`MAX_VALUE_BYTES`] bytes, keys unique. When the set is new and the registry already
-    /// holds `max_sets` sets, the overflow set is returned instead (not an error).
+    /// 0..=[`MAX_VALUE_BYTES`] bytes, keys unique and not reserved ([`is_reserved_key`]). When the
+    /// set is new and the registry already holds `max_sets` sets, the overflow set is returned
+    /// instead (not an error).
     ///
     /// The hit path sorts in place and compares against the stored set by borrowed strings: it
     /// allocates nothing beyond the caller's `pairs`.
-    pub fn intern(&self, mut pairs: Vec<(String, String)>) -> Result<Arc<LabelSet>> {
+    pub fn intern(&self, pairs: Vec<(String, String)>) -> Result<Arc<LabelSet>> {
+        Ok(match self.try_intern(pairs)? {
+            Interned::Set(set) => set,
+            Interned::Full(_) => self.overflow(),
+        })
+    }
+
+    /// [`intern`](Self::intern), but when the registry is full the validated pairs come back as
+    /// [`PendingLabels`] (instead of the overflow set), to be [`retry`](Self::retry)'d once there is
+    /// room: what a long-lived owner of the labels (a label holder) needs to leave the overflow set.
+    pub fn try_intern(&self, mut pairs: Vec<(String, String)>) -> Result<Interned> {
         validate_and_sort(&mut pairs)?;
-        let hash = self.hash_pairs(&pairs);
+        Ok(match self.intern_sorted(pairs) {
+            Ok(set) => Interned::Set(set),
+            Err(pairs) => Interned::Full(PendingLabels { pairs }),
+        })
+    }
+
+    /// The set equal to `pending`, interning it if there is room now; `None` while the registry is
+    /// still full (counted like an overflowed [`intern`](Self::intern) for
+    /// [`prune_if_due`](Self::prune_if_due)). Allocates only when it creates the set.
+    pub fn retry(&self, pending: &PendingLabels) -> Option<Arc<LabelSet>> {
+        self.intern_sorted(pending.pairs.as_slice()).ok()
+    }
+
+    /// Finds or creates the set of validated, sorted `pairs`; gives `pairs` back when a new set does
+    /// not fit. `pairs` is an owned `Vec` (moved into a new set) or a slice (copied only then).
+    fn intern_sorted<P>(&self, pairs: P) -> std::result::Result<Arc<LabelSet>, P>
+    where
+        P: AsRef<[(String, String)]> + Into<Vec<(String, String)>>,
+    {
+        let hash = self.hash_pairs(pairs.as_ref());
 
         if let Some(bucket) = self.by_hash.get(&hash) {
-            if let Some(set) = bucket.iter().find(|s| s.same_pairs(&pairs)) {
+            if let Some(set) = bucket.iter().find(|s| s.same_pairs(pairs.as_ref())) {
                 return Ok(Arc::clone(set));
             }
         }
 
         // Miss: take the shard's write lock and look again (another thread may have won the race).
         let mut bucket = self.by_hash.entry(hash).or_default();
-        if let Some(set) = bucket.iter().find(|s| s.same_pairs(&pairs)) {
+        if let Some(set) = bucket.iter().find(|s| s.same_pairs(pairs.as_ref())) {
             return Ok(Arc::clone(set));
         }
         let Some(id) = self.reserve_slot() else {
@@ -336,9 +407,9 @@ impl LabelRegistry {
                 self.by_hash.remove_if(&hash, |_, b| b.is_empty());
             }
             self.overflowed_since_prune.fetch_add(1, Ordering::Relaxed);
-            return Ok(self.overflow());
+            return Err(pairs);
         };
-        let set = Arc::new(LabelSet::new(id, false, pairs));
+        let set = Arc::new(LabelSet::new(id, false, pairs.into()));
         bucket.push(Arc::clone(&set));
         drop(bucket);
         self.by_id.insert(id, hash);
@@ -346,7 +417,8 @@ impl LabelRegistry {
         Ok(set)
     }
 
-    /// Reserves room for one more set and its id; `None` when the cap is reached or ids ran out.
+    /// Reserves room for one more set and its id; `None` when the cap is reached or ids ran out
+    /// (every id in `1..=MAX_ID` held by a live set).
     fn reserve_slot(&self) -> Option<u32> {
         let max = self.max_sets.load(Ordering::Relaxed);
         self.len
@@ -354,16 +426,27 @@ impl LabelRegistry {
                 (n < max).then_some(n + 1)
             })
             .ok()?;
-        match self
-            .next_id
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| id.checked_add(1))
-        {
-            Ok(id) => Some(id),
-            Err(_) => {
-                self.len.fetch_sub(1, Ordering::AcqRel);
-                None
-            }
+        let id = self.take_id();
+        if id.is_none() {
+            self.len.fetch_sub(1, Ordering::AcqRel);
         }
+        id
+    }
+
+    /// A free id: one of a pruned set first, else the next never-used one.
+    fn take_id(&self) -> Option<u32> {
+        let reused = self
+            .free_ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop();
+        reused.or_else(|| {
+            self.next_id
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| {
+                    (id <= MAX_ID).then(|| id + 1)
+                })
+                .ok()
+        })
     }
 
     fn hash_pairs(&self, pairs: &[(String, String)]) -> u64 {
@@ -402,7 +485,7 @@ impl LabelRegistry {
     }
 
     /// Drops the sets that only the registry references and that hold no external bytes; returns
-    /// how many. Their ids are not reused; interning equal pairs later makes a new set.
+    /// how many. Their ids go to later sets; interning equal pairs later makes a new set.
     ///
     /// Isolate thread only, at read/intern time (never from a V8 callback). Concurrent `intern`
     /// calls are safe: the reference count is checked under the shard's write lock, and every other
@@ -424,6 +507,11 @@ impl LabelRegistry {
         for id in &removed {
             self.by_id.remove(id);
         }
+        // Only now, with their `by_id` entries gone, may the ids go to new sets.
+        self.free_ids
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend_from_slice(&removed);
         self.len.fetch_sub(removed.len(), Ordering::AcqRel);
         removed.len()
     }
@@ -485,6 +573,13 @@ impl fmt::Debug for LabelRegistry {
     }
 }
 
+/// Whether user labels may not use `key`: the [`RESERVED_KEY_PREFIX`] namespace (so that no user
+/// set can look like the overflow set) and `__proto__` (assigning it to an object sets the
+/// prototype instead of a label, so the key would vanish from the JS label object).
+pub fn is_reserved_key(key: &str) -> bool {
+    key.starts_with(RESERVED_KEY_PREFIX) || key == "__proto__"
+}
+
 /// Checks the limits, then sorts by key and rejects duplicate keys.
 fn validate_and_sort(pairs: &mut [(String, String)]) -> Result<()> {
     if pairs.len() > MAX_LABELS {
@@ -496,6 +591,11 @@ fn validate_and_sort(pairs: &mut [(String, String)]) -> Result<()> {
     for (key, value) in pairs.iter() {
         if key.is_empty() {
             return Err(LabelError::EmptyKey);
+        }
+        if is_reserved_key(key) {
+            return Err(LabelError::ReservedKey {
+                key: preview(key, MAX_KEY_BYTES),
+            });
         }
         if key.len() > MAX_KEY_BYTES {
             return Err(LabelError::KeyTooLong {
@@ -668,9 +768,14 @@ mod tests {
         assert!(reg.by_id(gone_id).is_none());
         assert_eq!(reg.by_id(held.id()).unwrap().get("k"), Some("held"));
 
-        // A pruned set comes back as a new set with a new id.
+        // A pruned set comes back as a new set; its id went to the free list and is reused.
         let again = reg.intern(p(&[("k", "gone")])).unwrap();
-        assert_ne!(again.id(), gone_id);
+        assert_eq!(again.id(), gone_id);
+        assert_eq!(
+            Arc::strong_count(&again),
+            2,
+            "a new set: only the registry and `again`"
+        );
         drop(again);
 
         // Releasing the word and the external bytes makes those prunable too.
@@ -684,6 +789,159 @@ mod tests {
         assert_eq!(reg.prune(), 3); // word, ext, again
         assert_eq!(reg.len(), 1);
         assert_eq!(reg.live_sets()[0].id(), held.id());
+    }
+
+    #[test]
+    fn reserved_keys_are_rejected_naming_the_key() {
+        let reg = LabelRegistry::new(10);
+        for key in ["heap_labels.overflow", "heap_labels.x", "__proto__"] {
+            let err = reg.intern(p(&[("route", "/a"), (key, "v")])).unwrap_err();
+            assert_eq!(err, LabelError::ReservedKey { key: key.into() });
+            let msg = err.to_string();
+            assert!(
+                msg.contains(&format!("\"{key}\"")) && msg.contains("reserved"),
+                "{msg}"
+            );
+        }
+        assert!(is_reserved_key(OVERFLOW_KEY));
+        // Only the dotted namespace and the exact `__proto__` are reserved.
+        for key in ["heap_labels", "heap_labelsX.y", "__proto__x", "proto"] {
+            reg.intern(p(&[(key, "v")])).unwrap();
+        }
+        assert_eq!(reg.len(), 4);
+        assert!(!reg.live_sets().iter().any(|s| s.is_overflow()));
+    }
+
+    #[test]
+    fn ids_of_pruned_sets_are_reused_so_they_never_run_out() {
+        // Never-used ids start three short of the end of the id space.
+        let reg = LabelRegistry::with_first_id(10, MAX_ID - 2);
+        let sets: Vec<_> = (0..3)
+            .map(|i| reg.intern(p(&[("k", &i.to_string())])).unwrap())
+            .collect();
+        let ids: Vec<u32> = sets.iter().map(|s| s.id()).collect();
+        assert_eq!(ids, [MAX_ID - 2, MAX_ID - 1, MAX_ID]);
+        // Every id is held by a live set: a new set overflows although the cap has room.
+        assert!(reg.intern(p(&[("k", "new")])).unwrap().is_overflow());
+        assert_eq!(reg.len(), 3);
+
+        // A released set gives its id back.
+        let freed = ids[1];
+        let mut sets = sets;
+        drop(sets.remove(1));
+        assert_eq!(reg.prune(), 1);
+        let new = reg.intern(p(&[("k", "new")])).unwrap();
+        assert!(!new.is_overflow());
+        assert_eq!(new.id(), freed);
+        assert!(Arc::ptr_eq(&reg.by_id(freed).unwrap(), &new));
+        drop(new);
+        assert_eq!(reg.prune(), 1);
+
+        // Creating and releasing sets forever keeps working, within the same few ids; never the
+        // overflow id 0 or u32::MAX (the boundary's "no set").
+        for i in 0..1000 {
+            let set = reg.intern(p(&[("k", &format!("churn-{i}"))])).unwrap();
+            assert!(!set.is_overflow(), "set {i} overflowed");
+            assert!(set.id() == freed, "id {} of set {i}", set.id());
+            assert_eq!(
+                reg.by_id(set.id()).unwrap().get("k"),
+                Some(&*format!("churn-{i}"))
+            );
+            drop(set);
+            assert_eq!(reg.prune(), 1);
+        }
+        assert!(sets
+            .iter()
+            .all(|s| reg.by_id(s.id()).is_some_and(|t| Arc::ptr_eq(s, &t))));
+    }
+
+    #[test]
+    fn ids_are_unique_among_live_sets_under_churn() {
+        let reg = LabelRegistry::new(50);
+        let mut live: Vec<Arc<LabelSet>> = Vec::new();
+        for round in 0..200 {
+            for i in 0..10 {
+                live.push(reg.intern(p(&[("k", &format!("{round}-{i}"))])).unwrap());
+            }
+            // Release every other set, prune, check that live ids are distinct and found by id.
+            live = live
+                .into_iter()
+                .enumerate()
+                .filter(|(i, _)| i % 2 == 0)
+                .map(|(_, s)| s)
+                .collect();
+            live.truncate(30);
+            reg.prune();
+            let ids: std::collections::HashSet<u32> = live.iter().map(|s| s.id()).collect();
+            assert_eq!(ids.len(), live.len());
+            for set in &live {
+                assert!(!set.is_overflow());
+                assert!(Arc::ptr_eq(&reg.by_id(set.id()).unwrap(), set));
+            }
+        }
+        assert!(
+            reg.live_sets().iter().all(|s| s.id() <= 60),
+            "ids stay dense"
+        );
+    }
+
+    #[test]
+    fn pending_labels_are_interned_by_retry_once_there_is_room() {
+        let reg = LabelRegistry::new(1);
+        let a = reg.intern(p(&[("k", "a")])).unwrap();
+        let Interned::Full(pending) = reg.try_intern(p(&[("z", "1"), ("k", "b")])).unwrap() else {
+            panic!("the registry is full");
+        };
+        assert_eq!(
+            pending.pairs(),
+            p(&[("k", "b"), ("z", "1")]).as_slice(),
+            "validated and sorted"
+        );
+        assert!(reg.retry(&pending).is_none(), "still full");
+        // Validation still applies to try_intern.
+        assert!(reg.try_intern(p(&[("heap_labels.x", "1")])).is_err());
+
+        drop(a);
+        assert!(
+            reg.retry(&pending).is_none(),
+            "the released set still counts until a prune"
+        );
+        assert_eq!(reg.prune(), 1);
+        let b = reg.retry(&pending).unwrap();
+        assert_eq!(b.get("k"), Some("b"));
+        // Equal to what intern now returns; a second retry finds the same set.
+        assert!(Arc::ptr_eq(
+            &b,
+            &reg.intern(p(&[("k", "b"), ("z", "1")])).unwrap()
+        ));
+        assert!(Arc::ptr_eq(&b, &reg.retry(&pending).unwrap()));
+        let Interned::Set(same) = reg.try_intern(p(&[("z", "1"), ("k", "b")])).unwrap() else {
+            panic!("the set exists now");
+        };
+        assert!(Arc::ptr_eq(&b, &same));
+    }
+
+    #[test]
+    fn failed_retries_drive_prune_if_due_like_overflowed_interns() {
+        let reg = LabelRegistry::new(1);
+        let a = reg.intern(p(&[("k", "a")])).unwrap();
+        let Interned::Full(pending) = reg.try_intern(p(&[("k", "b")])).unwrap() else {
+            panic!("the registry is full");
+        };
+        drop(a);
+        // A busy label object retried on every use: a prune is due after PRUNE_OVERFLOWED misses,
+        // which makes the room the retry then finds.
+        let mut uses = 0;
+        let set = loop {
+            uses += 1;
+            reg.prune_if_due();
+            if let Some(set) = reg.retry(&pending) {
+                break set;
+            }
+            assert!(uses <= PRUNE_OVERFLOWED + 1, "never recovered");
+        };
+        assert_eq!(set.get("k"), Some("b"));
+        assert!(uses > 1);
     }
 
     #[test]

@@ -25,7 +25,8 @@ pub use block_words::BlockWords;
 pub use error::{LabelError, Result};
 pub use external::{ExternalCounters, ExternalSnapshot};
 pub use labels::{
-    LabelRegistry, LabelSet, DEFAULT_MAX_SETS, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES,
-    OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE, PRUNE_MIN_CREATED, PRUNE_OVERFLOWED,
+    is_reserved_key, Interned, LabelRegistry, LabelSet, PendingLabels, DEFAULT_MAX_SETS, MAX_ID,
+    MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE,
+    PRUNE_MIN_CREATED, PRUNE_OVERFLOWED, RESERVED_KEY_PREFIX,
 };
 pub use profile::{CallFrame, GroupLabels, LabelGroup, NodeIndex, Profile, ProfileNode, Sample};

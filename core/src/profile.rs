@@ -67,9 +67,10 @@ pub struct Profile {
 /// What a [`LabelGroup`] is keyed by.
 #[derive(Debug, Clone)]
 pub enum GroupLabels {
-    /// Samples (and external bytes) without labels, or whose set lacks the grouping key.
+    /// Samples (and external bytes) without labels, with the empty set (no labels either), or
+    /// whose set lacks the grouping key.
     Unlabeled,
-    /// One full label set (`by_label(None)`).
+    /// One full label set (`by_label(None)`), and the overflow set in either mode.
     Set(Arc<LabelSet>),
     /// One value of the grouping key (`by_label(Some(key))`).
     Value { key: String, value: String },
@@ -201,8 +202,11 @@ impl Profile {
     }
 
     /// Groups samples and external bytes by full label set (`key = None`) or by the value of one
-    /// key. Unlabeled samples, samples whose set lacks `key`, and unlabeled external bytes form the
-    /// [`GroupLabels::Unlabeled`] group (present only when non-empty). External bytes join the
+    /// key. Unlabeled samples, samples of the empty set, samples whose set lacks `key`, and
+    /// unlabeled external bytes form the [`GroupLabels::Unlabeled`] group (present only when
+    /// non-empty): the groups' labels are distinct, since no user set has the reserved overflow
+    /// key. The overflow set is a group of its own in both modes (it stands for sets that did not
+    /// fit, not for samples without the key). External bytes join the
     /// group of their set (or of their set's value for `key`), also when that group has no sample.
     /// Sorted by estimated heap bytes, largest first; ties by external bytes, then by label order.
     pub fn by_label(&self, key: Option<&str>) -> Vec<LabelGroup> {
@@ -286,12 +290,16 @@ impl<'p> Grouper<'p, '_> {
         let Some(set) = set else {
             return self.unlabeled();
         };
+        if set.pairs().is_empty() {
+            return self.unlabeled();
+        }
         let addr = Arc::as_ptr(set) as usize;
         if let Some(&g) = self.by_set.get(&addr) {
             return g;
         }
         let g = match self.key {
             None => self.push(GroupLabels::Set(Arc::clone(set))),
+            Some(_) if set.is_overflow() => self.push(GroupLabels::Set(Arc::clone(set))),
             Some(key) => match set.get(key) {
                 None => self.unlabeled(),
                 Some(value) => match self.by_value.get(value) {
@@ -502,6 +510,60 @@ mod tests {
                 by_route[1].external_bytes
             ),
             (170.0, 3, 1000)
+        );
+    }
+
+    #[test]
+    fn by_label_puts_the_empty_set_with_the_unlabeled_and_keeps_the_overflow_set_apart() {
+        let reg = LabelRegistry::new(2);
+        let empty = reg.intern(vec![]).unwrap();
+        let a = reg.intern(vec![("route".into(), "/a".into())]).unwrap();
+        let overflow = reg.intern(vec![("route".into(), "/b".into())]).unwrap();
+        assert!(overflow.is_overflow());
+
+        let mut p = tree();
+        p.sample_interval = 0;
+        p.samples = vec![
+            sample(11, 100, Some(&empty)),
+            sample(11, 10, None),
+            sample(12, 50, Some(&a)),
+            sample(12, 30, Some(&overflow)),
+        ];
+        p.external = vec![(Arc::clone(&empty), 4), (Arc::clone(&overflow), 6)];
+        p.unlabeled_external = 1;
+
+        let by_set: Vec<_> = p
+            .by_label(None)
+            .into_iter()
+            .map(|g| (g.labels, g.bytes, g.external_bytes, g.samples))
+            .collect();
+        assert_eq!(
+            by_set,
+            [
+                (GroupLabels::Unlabeled, 110.0, 5, 2),
+                (GroupLabels::Set(Arc::clone(&a)), 50.0, 0, 1),
+                (GroupLabels::Set(Arc::clone(&overflow)), 30.0, 6, 1),
+            ]
+        );
+        let by_route: Vec<_> = p
+            .by_label(Some("route"))
+            .into_iter()
+            .map(|g| (g.labels, g.bytes, g.external_bytes))
+            .collect();
+        assert_eq!(
+            by_route,
+            [
+                (GroupLabels::Unlabeled, 110.0, 5),
+                (
+                    GroupLabels::Value {
+                        key: "route".into(),
+                        value: "/a".into()
+                    },
+                    50.0,
+                    0
+                ),
+                (GroupLabels::Set(Arc::clone(&overflow)), 30.0, 6),
+            ]
         );
     }
 

@@ -45,6 +45,8 @@ const firstSample = profile.samples[0];
 const sampleLabels: Labels | undefined = firstSample?.labels;
 const external: number = profile.externalBytes.reduce((sum, e) => sum + e.bytes, 0);
 const s: Stats = stats();
+const overflowed: number = s.overflowLabelHolders;
+profile[Symbol.dispose]();
 const maxLabels: number = limits.maxLabels;
 handle[Symbol.dispose]();
 const last: AllocationProfile = handle.stop();
@@ -91,4 +93,4 @@ httpRouteLabels({ unmatch: '(none)' });
 koaRouteLabels({ use() {} });
 
 export { sameApp, asApp, asKoa, labelOther };
-export { n, p, current, reasons, top, pprof, devtools, sampleLabels, external, s, maxLabels, last, sameApi };
+export { n, p, current, reasons, top, pprof, devtools, sampleLabels, external, s, overflowed, maxLabels, last, sameApi };

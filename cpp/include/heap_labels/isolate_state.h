@@ -35,10 +35,15 @@ class IsolateState {
   void stop_sampling();
   bool sampling() const { return sampling_; }
   RawProfile read_profile();
-  std::size_t create_label_holder(std::size_t labels, std::size_t word);
-  void register_labels_key(std::size_t key);
+  std::size_t create_label_holder(std::size_t labels, std::size_t word,
+                                  std::size_t pending);
+  std::size_t holder_pending(std::size_t holder) const;
+  void rebind_label_holder(std::size_t holder, std::size_t word);
+  rust::Vec<std::size_t> overflowed_holders() const;
+  std::size_t register_labels_key(std::size_t key);
   std::size_t frame_value(std::size_t key);
   std::size_t live_holders() const { return holders_.live(); }
+  std::size_t overflowed_holder_count() const { return holders_.overflowed(); }
   uint64_t external_memory() const;
   // Whether the counting allocator is installed (a session tracks external
   // bytes per label).
@@ -53,7 +58,9 @@ class IsolateState {
   const std::size_t external_counters_;
   LabelHolders holders_;
   // The lib's AsyncLocalStorage instance: the key of the label holder in the
-  // AsyncContextFrame map. On the patched runtime the capture callback and the
+  // AsyncContextFrame map. The first one registered stays: every instance of
+  // lib/ that shares this addon instance (e.g. one per vm context, as Jest
+  // loads it) uses it, so the isolate has one set of labels. On the patched runtime the capture callback and the
   // counting allocator hand it to V8's allocation-free CPED lookup.
   v8::Global<v8::Object> labels_key_;
   // Made on the first session that tracks external bytes and never deleted:

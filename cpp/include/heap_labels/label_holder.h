@@ -1,18 +1,27 @@
 // Label holder objects: the AsyncLocalStorage store that carries a label set.
 //
-// A holder is a JS object with two internal fields:
-//   field 0: aligned pointer to the LabelSet (the label word). The holder
-//            owns one strong reference, released by a weak callback when the
-//            holder is collected.
+// A holder is a JS object with three internal fields:
+//   field 0: aligned pointer to the LabelSet it is bound to (the label word;
+//            null for the empty set, which is no labels). The holder owns one
+//            strong reference, released by a weak callback when the holder is
+//            collected.
 //   field 1: the frozen labels object that lib/ interned.
+//   field 2: aligned pointer to the holder's Record (below).
 // On the patched runtime, V8's allocation-free CPED lookup finds the holder
 // under the labels key and reads field 0 (see docs/architecture.md).
+//
+// A holder made while the registry was full is bound to the overflow set and
+// keeps its labels as "pending labels" (a Rust PendingLabels box). Rust rebinds
+// it on the isolate thread, in a napi call, once the registry has room again:
+// field 0 then points at the holder's own set. Field 0 changes only there,
+// never from a V8 callback; the capture callback only reads it.
 
 #ifndef HEAP_LABELS_LABEL_HOLDER_H_
 #define HEAP_LABELS_LABEL_HOLDER_H_
 
 #include <cstddef>
 #include <unordered_set>
+#include <vector>
 
 #include <v8.h>
 
@@ -21,7 +30,8 @@ namespace heap_labels {
 // Field indices of a label holder.
 inline constexpr int kHolderWordField = 0;
 inline constexpr int kHolderLabelsField = 1;
-inline constexpr int kHolderFieldCount = 2;
+inline constexpr int kHolderRecordField = 2;
+inline constexpr int kHolderFieldCount = 3;
 
 // Makes and tracks the label holders of one isolate.
 class LabelHolders {
@@ -32,24 +42,45 @@ class LabelHolders {
   LabelHolders(const LabelHolders&) = delete;
   LabelHolders& operator=(const LabelHolders&) = delete;
 
-  // Creates a holder in the current context. Takes ownership of the strong
-  // reference `word` stands for, also on failure (empty result).
+  // Creates a holder in the current context bound to `word` (0: no labels).
+  // Takes ownership of the strong reference `word` stands for and of
+  // `pending` (a PendingLabels box, 0 when `word` is the holder's own set),
+  // also on failure (empty result).
   v8::MaybeLocal<v8::Object> Create(v8::Local<v8::Value> labels,
-                                    std::size_t word);
+                                    std::size_t word, std::size_t pending);
+
+  // The pending labels of `holder` (not transferred): 0 when it is bound to
+  // its own set. False when `holder` is not a live holder of this isolate.
+  bool Pending(v8::Local<v8::Value> holder, std::size_t* pending) const;
+
+  // Binds `holder` to `word` (taking its reference), releasing the previous
+  // word and the pending labels. Isolate thread, outside V8 callbacks. False
+  // (and `word` released) when `holder` is not a live holder of this isolate.
+  bool Rebind(v8::Local<v8::Value> holder, std::size_t word);
+
+  // The holders bound to the overflow set, as handles in the current
+  // HandleScope.
+  std::vector<v8::Local<v8::Object>> Overflowed() const;
 
   // Holders created and not yet collected.
   std::size_t live() const { return records_.size(); }
+  // Of those, the ones bound to the overflow set.
+  std::size_t overflowed() const { return overflowed_.size(); }
 
  private:
   struct Record;
 
   v8::Local<v8::ObjectTemplate> Template();
+  Record* RecordOf(v8::Local<v8::Value> holder) const;
+  static void Release(Record* record);
   static void OnHolderCollected(const v8::WeakCallbackInfo<Record>& info);
 
   v8::Isolate* const isolate_;
   v8::Global<v8::ObjectTemplate> template_;
   // Owned; removed by the weak callback or freed by the destructor.
   std::unordered_set<Record*> records_;
+  // The records with pending labels (a subset of records_).
+  std::unordered_set<Record*> overflowed_;
 };
 
 }  // namespace heap_labels

@@ -20,6 +20,15 @@ inline void SetAlignedPointer(v8::Local<v8::Object> object, int index,
 #endif
 }
 
+inline void* GetAlignedPointer(v8::Local<v8::Object> object, int index) {
+#if V8_MAJOR_VERSION >= 14
+  return object->GetAlignedPointerFromInternalField(
+      index, v8::kEmbedderDataTypeTagDefault);
+#else
+  return object->GetAlignedPointerFromInternalField(index);
+#endif
+}
+
 // The continuation-preserved embedder data (CPED) of the current continuation
 // as a value; empty when it is unset or not a JS value. Node stores its
 // AsyncContextFrame (a Map) there when AsyncLocalStorage is backed by it.

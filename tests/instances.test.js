@@ -1,0 +1,68 @@
+'use strict';
+// One set of labels per isolate, whatever loads the library: a module registry reset (Jest, hot
+// reload), a second installed copy, lib/ loaded into vm contexts. Labels set through one instance
+// are seen, and captured, through every other; an incompatible copy says so instead of failing
+// silently.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { runFixture } = require('./helpers');
+
+const FLAGS = ['--expose-gc'];
+if (Number(process.versions.node.split('.')[0]) === 22) FLAGS.push('--experimental-async-context-frame');
+
+function scenario(name) {
+  const result = runFixture('instances.js', { nodeArgs: FLAGS, args: [name] });
+  assert.equal(result.status, 0, `scenario ${name} failed:\n${result.stderr}`);
+  assert.ok(result.json, `scenario ${name} printed no JSON:\n${result.stdout}`);
+  return result.json;
+}
+
+const patched = runFixture('labeled-scenarios.js', { nodeArgs: FLAGS, args: ['capabilities'] }).json.sampleLabels;
+
+function assertShared(out) {
+  assert.deepEqual(out.seen, { route: '/seen' }, 'labels set through the first instance are the second one\'s');
+  assert.deepEqual(out.seenBack, { route: '/back' }, 'and the other way round');
+  assert.equal(out.kept, 300);
+  if (!patched) {
+    assert.deepEqual(out.groups.map((g) => g.route), [null], 'stock runtimes carry no sample labels');
+    return;
+  }
+  const total = out.groups.reduce((sum, g) => sum + g.bytes, 0);
+  const other = out.groups.find((g) => g.route === '/other')?.bytes ?? 0;
+  assert.ok(other / total >= 0.8, `a session of one instance captures labels set through the other: ${JSON.stringify(out.groups)}`);
+}
+
+test('re-required after clearing require.cache (a module registry reset): one set of labels', () => {
+  const out = scenario('reload');
+  assertShared(out);
+  assert.equal(out.addons[0], out.addons[1], 'the first instance serves both');
+});
+
+test('a second copy of the package at another path: one set of labels', () => {
+  const out = scenario('copy');
+  assertShared(out);
+  assert.equal(out.addons[0], out.addons[1], 'the first copy serves both');
+  assert.equal(out.caps.sampleLabels, patched);
+});
+
+test('lib/ evaluated in two vm contexts (Jest\'s module registry) shares the isolate\'s labels', () => {
+  const out = scenario('realms');
+  assertShared(out);
+  assert.equal(out.ownRealm, true, 'each realm gets label objects of its own realm');
+});
+
+test('an incompatible copy does not fail silently: capabilities() and a warning say why', () => {
+  const out = scenario('incompatible');
+  assert.equal(out.caps.sampleLabels, false);
+  assert.equal(out.caps.externalBytes, false);
+  const reason = out.caps.reasons.find((r) => r.startsWith('sampleLabels:'));
+  assert.ok(reason && /incompatible/.test(reason) && reason.includes('protocol'), out.caps.reasons.join('\n'));
+  assert.ok(out.caps.reasons.some((r) => r.startsWith('externalBytes:') && /incompatible/.test(r)), out.caps.reasons.join('\n'));
+  assert.equal(out.firstCaps.sampleLabels, patched, 'the first copy keeps working');
+  assert.equal(out.seen, null, 'the copies do not share labels');
+  assert.ok(
+    out.warnings.some((w) => w.code === 'HEAP_LABELS_INCOMPATIBLE_COPY' && w.message.includes('protocol')),
+    JSON.stringify(out.warnings),
+  );
+});
