@@ -5,6 +5,9 @@
 //   startHeapProfile(options) -> handle { getAllocationProfile(), stop(), [Symbol.dispose]() }
 //   capabilities()                                                        what this runtime can do
 //   stats()                                                               label-set bookkeeping
+//   startAgent(options) / currentAgent()                                  production agent (dumps,
+//                                                                         HTTP, near-heap-limit)
+//   labelCounters()                                                       per-label counters
 
 const {
   withHeapProfileLabels,
@@ -15,6 +18,8 @@ const { capabilities } = require('./capabilities');
 const { startHeapProfile } = require('./profile');
 const { MAX_LABELS, MAX_KEY_BYTES, MAX_VALUE_BYTES } = require('./labels');
 const { native, addonPath } = require('./native');
+const { startAgent, currentAgent } = require('./agent');
+const { counters: labelCounters } = require('./counters');
 
 // Bookkeeping of this isolate, for watching label cardinality: label sets still referenced (by a
 // label holder, a live sample or live external bytes), holders alive, whether a session runs.
@@ -30,6 +35,9 @@ module.exports = {
   capabilities,
   startHeapProfile,
   stats,
+  startAgent,
+  currentAgent,
+  labelCounters,
   limits: Object.freeze({
     maxLabels: MAX_LABELS,
     maxKeyBytes: MAX_KEY_BYTES,

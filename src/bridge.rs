@@ -69,6 +69,13 @@ pub mod ffi {
         external_bytes_reason: String,
     }
 
+    /// Live samples and their estimated bytes, counted without copying the call tree.
+    #[derive(Debug, Clone, Copy, Default)]
+    struct SampleTotals {
+        samples: u64,
+        bytes: f64,
+    }
+
     extern "Rust" {
         /// Drops the strong `LabelSet` reference that a label word owns. Called from V8 weak
         /// callbacks during GC, from V8 dropping a sample, at isolate teardown and from ArrayBuffer
@@ -86,6 +93,19 @@ pub mod ffi {
         /// Gives back what `external_alloc` charged. Any thread, including V8's ArrayBuffer
         /// sweeper threads: atomics only.
         fn external_free(counters: usize, word: usize, bytes: usize);
+
+        /// `retain_label_word` for a sampled allocation (capture callback, inside V8's allocation
+        /// path): also counts one live sample for the set. Atomics only.
+        fn capture_sample_word(word: usize);
+
+        /// `release_label_word` for a sample V8 drops (GC weak callback or session end): also
+        /// uncounts the live sample. Atomics only.
+        fn release_sample_word(word: usize);
+
+        /// Writes the near-heap-limit dump of `profile` with the dumper at address `dumper`
+        /// (`src/near_heap_limit.rs`). Called from V8's near-heap-limit callback on the isolate
+        /// thread: native memory and file I/O only, never the JS heap.
+        fn write_near_heap_limit_dump(dumper: usize, profile: RawProfile, external_memory: u64);
     }
 
     unsafe extern "C++" {
@@ -145,6 +165,27 @@ pub mod ffi {
         /// running).
         fn external_tracking(self: &IsolateState) -> bool;
 
+        /// Sets the word that unlabeled samples of the next labeled session carry (the isolate's
+        /// unlabeled-samples set, which owns a reference for the state's lifetime).
+        fn set_unlabeled_sample_word(self: Pin<&mut IsolateState>, word: usize);
+
+        /// A full garbage collection (`Isolate::LowMemoryNotification`).
+        fn collect_garbage(self: Pin<&mut IsolateState>);
+
+        /// Live samples of the running session and their estimated bytes at `sample_interval`,
+        /// without copying the call tree (zeros when no session of this state runs).
+        fn sample_totals(self: Pin<&mut IsolateState>, sample_interval: u64) -> SampleTotals;
+
+        /// Registers the near-heap-limit callback: up to `count` dumps through the dumper at
+        /// address `dumper`, which must stay valid until `disarm_near_heap_limit`.
+        fn arm_near_heap_limit(self: Pin<&mut IsolateState>, dumper: usize, count: u32);
+
+        /// Removes the near-heap-limit callback (no-op when not armed).
+        fn disarm_near_heap_limit(self: Pin<&mut IsolateState>);
+
+        /// Near-heap-limit dumps left (0 when not armed).
+        fn near_heap_limit_remaining(self: &IsolateState) -> u32;
+
         /// The V8 version string of the running process.
         fn v8_version() -> String;
 
@@ -172,4 +213,19 @@ fn external_alloc(counters: usize, word: usize, bytes: usize) {
 /// See `ffi::external_free`.
 fn external_free(counters: usize, word: usize, bytes: usize) {
     crate::external::on_free(counters, word, bytes);
+}
+
+/// See `ffi::capture_sample_word`. Runs inside V8's allocation path: two atomic increments.
+fn capture_sample_word(word: usize) {
+    crate::counters::capture_sample_word(word);
+}
+
+/// See `ffi::release_sample_word`. Runs in GC weak callbacks: atomics only.
+fn release_sample_word(word: usize) {
+    crate::counters::release_sample_word(word);
+}
+
+/// See `ffi::write_near_heap_limit_dump`.
+fn write_near_heap_limit_dump(dumper: usize, profile: ffi::RawProfile, external_memory: u64) {
+    crate::near_heap_limit::write_dump(dumper, profile, external_memory);
 }

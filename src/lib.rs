@@ -6,12 +6,16 @@
 //! `js_types` (values exchanged with lib/), `error` (the error enum and its JS mapping).
 
 mod bridge;
+mod counters;
+mod dump;
 mod error;
 mod external;
 mod js_profile;
 mod js_types;
 mod labels;
 mod model;
+mod near_heap_limit;
+mod ops;
 mod session;
 mod state;
 

@@ -46,6 +46,8 @@ pub struct LabelSet {
     overflow: bool,
     external: AtomicI64,
     pairs: Box<[(Box<str>, Box<str>)]>,
+    /// Per-label counters read without a profile (see the `counters` impl block below).
+    counters: SetCounters,
 }
 
 impl LabelSet {
@@ -59,6 +61,7 @@ impl LabelSet {
             overflow,
             external: AtomicI64::new(0),
             pairs,
+            counters: SetCounters::default(),
         }
     }
 
@@ -98,7 +101,8 @@ impl LabelSet {
     /// no allocation, no lock.
     #[inline]
     pub fn add_external(&self, delta: i64) {
-        self.external.fetch_add(delta, Ordering::Relaxed);
+        let now = self.external.fetch_add(delta, Ordering::Relaxed) + delta;
+        self.counters.note_external(delta, now);
     }
 
     /// Turns one strong reference into a word for the V8 boundary. The word owns that reference
@@ -485,6 +489,79 @@ impl fmt::Debug for LabelRegistry {
     }
 }
 
+// ---- per-label counters (read by `counters()` without a profile) -------------------------------
+
+/// Counters of a set that V8's callbacks keep current: live samples (capture/release of sampled
+/// allocations on the patched runtime) and the peak of the external bytes since the last read.
+#[derive(Debug, Default)]
+struct SetCounters {
+    live_samples: AtomicI64,
+    external_peak: AtomicI64,
+}
+
+impl SetCounters {
+    /// After an external-bytes change to `now`: raises the peak. Atomics only (allocation path).
+    #[inline]
+    fn note_external(&self, delta: i64, now: i64) {
+        if delta > 0 {
+            self.external_peak.fetch_max(now, Ordering::Relaxed);
+        }
+    }
+}
+
+impl LabelSet {
+    /// Samples of this set that V8 still holds (captured and not yet released).
+    pub fn live_samples(&self) -> i64 {
+        self.counters.live_samples.load(Ordering::Relaxed)
+    }
+
+    /// The highest [`external_bytes`](Self::external_bytes) since the previous call (at least the
+    /// current value), and starts a new period at the current value.
+    pub fn take_external_peak(&self) -> i64 {
+        let current = self.external_bytes();
+        let peak = self.counters.external_peak.swap(current, Ordering::Relaxed);
+        peak.max(current)
+    }
+
+    /// [`retain_word`](Self::retain_word) for a sampled allocation: also counts a live sample.
+    ///
+    /// Runs inside V8's `SampleObject` (GC forbidden): two atomic increments, nothing else.
+    ///
+    /// # Safety
+    /// As for [`retain_word`](Self::retain_word).
+    #[inline]
+    pub unsafe fn capture_sample_word(word: usize) {
+        // SAFETY: the caller guarantees that `word` is a live set (see `retain_word`).
+        unsafe {
+            Self::word_as_ref(word)
+                .counters
+                .live_samples
+                .fetch_add(1, Ordering::Relaxed);
+            Self::retain_word(word);
+        }
+    }
+
+    /// Gives back a reference taken by [`capture_sample_word`](Self::capture_sample_word) when V8
+    /// drops the sample.
+    ///
+    /// Runs from V8's GC weak callbacks and at profiler stop: atomics only, no lock.
+    ///
+    /// # Safety
+    /// As for [`release_word`](Self::release_word).
+    #[inline]
+    pub unsafe fn release_sample_word(word: usize) {
+        // SAFETY: the word still owns its reference until `release_word` below, so the set is
+        // alive while the counter is updated.
+        unsafe {
+            Self::word_as_ref(word)
+                .counters
+                .live_samples
+                .fetch_sub(1, Ordering::Relaxed);
+            Self::release_word(word);
+        }
+    }
+}
+
 /// Checks the limits, then sorts by key and rejects duplicate keys.
 fn validate_and_sort(pairs: &mut [(String, String)]) -> Result<()> {
     if pairs.len() > MAX_LABELS {
@@ -826,5 +903,35 @@ mod tests {
         assert_eq!(ext.len(), 2);
         assert!(ext[0].0.is_overflow() && ext[0].1 == 7);
         assert!(Arc::ptr_eq(&ext[1].0, &a) && ext[1].1 == 10);
+    }
+
+    #[test]
+    fn sample_and_external_peak_counters() {
+        let reg = LabelRegistry::new(10);
+        let set = reg.intern(p(&[("route", "/a")])).unwrap();
+        let word = LabelSet::as_word(&set);
+        // SAFETY: `set` holds a reference for the whole test.
+        unsafe {
+            LabelSet::capture_sample_word(word);
+            LabelSet::capture_sample_word(word);
+        }
+        assert_eq!(set.live_samples(), 2);
+        assert_eq!(Arc::strong_count(&set), 4); // registry, `set`, two samples
+                                                // SAFETY: gives back one of the two references captured above.
+        unsafe { LabelSet::release_sample_word(word) };
+        assert_eq!((set.live_samples(), Arc::strong_count(&set)), (1, 3));
+        // SAFETY: gives back the other one.
+        unsafe { LabelSet::release_sample_word(word) };
+
+        set.add_external(100);
+        set.add_external(50);
+        set.add_external(-120);
+        assert_eq!(set.external_bytes(), 30);
+        assert_eq!(set.take_external_peak(), 150);
+        // A new period starts at the current value.
+        assert_eq!(set.take_external_peak(), 30);
+        set.add_external(-30);
+        assert_eq!(set.take_external_peak(), 30);
+        assert_eq!(set.take_external_peak(), 0);
     }
 }
