@@ -14,7 +14,7 @@ const { startHeapProfile, sessionOf } = require('./profile');
 const { capabilities } = require('./capabilities');
 const { counters } = require('./counters');
 const { fromOptions } = require('./config');
-const { createHeapProfileHandler, HEAP_PATH } = require('./http');
+const { createHeapProfileHandler, HEAP_PATH } = require('./endpoint');
 
 let current; // the running agent of this thread
 
