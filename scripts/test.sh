@@ -77,8 +77,13 @@ ensure_rust() {
   fi
 }
 
+# The devDependencies the tests use (package-lock.json), with the npm of stock 22.22.2.
+install_node_modules() {
+  (export PATH="$(bash scripts/runtimes.sh bin 22.22.2):$PATH" && npm ci --no-audit --no-fund --silent)
+}
+
 setup() {
-  ensure_apt_packages && ensure_rust && bash scripts/runtimes.sh all
+  ensure_apt_packages && ensure_rust && bash scripts/runtimes.sh all && install_node_modules
 }
 
 runtime_bin() { bash scripts/runtimes.sh bin "$1"; }
