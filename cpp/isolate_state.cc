@@ -132,13 +132,10 @@ void IsolateState::collect_garbage() {
   isolate_->LowMemoryNotification();
 }
 
-SampleTotals IsolateState::sample_totals(uint64_t sample_interval) {
-  SampleTotals totals{0, 0};
-  if (sampling_) {
-    CountAllocationSamples(isolate_, sample_interval, &totals.samples,
-                           &totals.bytes);
-  }
-  return totals;
+uint64_t IsolateState::used_heap_size() const {
+  v8::HeapStatistics statistics;
+  isolate_->GetHeapStatistics(&statistics);
+  return statistics.used_heap_size();
 }
 
 void IsolateState::arm_near_heap_limit(std::size_t dumper, uint32_t count) {

@@ -1,6 +1,5 @@
 #include "heap_labels/sampling.h"
 
-#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -116,27 +115,6 @@ bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
   if (!profile) return false;
   CopyNodes(isolate, profile->GetRootNode(), &out->nodes);
   CopySamples(*profile, &out->samples, unlabeled_word);
-  return true;
-}
-
-bool CountAllocationSamples(v8::Isolate* isolate, uint64_t sample_interval,
-                            uint64_t* samples, double* bytes) {
-  v8::HandleScope scope(isolate);
-  std::unique_ptr<v8::AllocationProfile> profile(
-      isolate->GetHeapProfiler()->GetAllocationProfile());
-  if (!profile) return false;
-  const std::vector<v8::AllocationProfile::Sample>& all =
-      profile->GetSamples();
-  double total = 0;
-  for (const v8::AllocationProfile::Sample& sample : all) {
-    double size = static_cast<double>(sample.size);
-    // V8's scaling (core/src/profile.rs, Profile::estimate).
-    total += (sample_interval == 0 || sample.size == 0)
-                 ? size
-                 : size / -std::expm1(-size / sample_interval);
-  }
-  *samples = all.size();
-  *bytes = total;
   return true;
 }
 

@@ -31,7 +31,9 @@ function labelsOf(ids) {
 
 // { sampleInterval, perSetSamples, groups: [{ labels, heapBytes, samples, externalBytes,
 // externalPeakBytes }] }: one group per label set with live samples or external bytes, the
-// overflow set's group when it has any, and always the unlabeled group (labels {}).
+// overflow set's group when it has any, and always the unlabeled group (labels {}). On stock
+// runtimes (perSetSamples false) samples are not counted: the unlabeled group's heapBytes is V8's
+// used heap size and its samples 0.
 function counters() {
   const c = native.labelCounters();
   const { ids, samples, externalBytes, externalPeakBytes } = c;

@@ -69,13 +69,6 @@ pub mod ffi {
         external_bytes_reason: String,
     }
 
-    /// Live samples and their estimated bytes, counted without copying the call tree.
-    #[derive(Debug, Clone, Copy, Default)]
-    struct SampleTotals {
-        samples: u64,
-        bytes: f64,
-    }
-
     extern "Rust" {
         /// Drops the strong `LabelSet` reference that a label word owns. Called from V8 weak
         /// callbacks during GC, from V8 dropping a sample, at isolate teardown and from ArrayBuffer
@@ -172,9 +165,8 @@ pub mod ffi {
         /// A full garbage collection (`Isolate::LowMemoryNotification`).
         fn collect_garbage(self: Pin<&mut IsolateState>);
 
-        /// Live samples of the running session and their estimated bytes at `sample_interval`,
-        /// without copying the call tree (zeros when no session of this state runs).
-        fn sample_totals(self: Pin<&mut IsolateState>, sample_interval: u64) -> SampleTotals;
+        /// `HeapStatistics::used_heap_size()` of the isolate.
+        fn used_heap_size(self: &IsolateState) -> u64;
 
         /// Registers the near-heap-limit callback: up to `count` dumps through the dumper at
         /// address `dumper`, which must stay valid until `disarm_near_heap_limit`.

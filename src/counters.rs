@@ -41,8 +41,9 @@ pub struct NativeCounters {
     pub samples: Float64Array,
     pub external_bytes: Float64Array,
     pub external_peak_bytes: Float64Array,
+    /// Live unlabeled samples (0 on stock runtimes, where samples are not counted).
     pub unlabeled_samples: f64,
-    /// Estimated heap bytes of the unlabeled samples.
+    /// Estimated heap bytes of the unlabeled samples (stock runtimes: V8's used heap size).
     pub unlabeled_heap_bytes: f64,
     pub unlabeled_external_bytes: f64,
     pub unlabeled_external_peak_bytes: f64,
@@ -62,8 +63,7 @@ pub fn label_counters(env: Env) -> napi::Result<NativeCounters> {
         let per_set = interval != 0 && sample_labels_available() && state.v8.sampling();
         let (mut ids, mut samples, mut external, mut peak) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        let overflow = state.registry.overflow();
-        for set in std::iter::once(overflow).chain(state.registry.live_sets()) {
+        let mut row = |set: &LabelSet| {
             let live = set.live_samples();
             let bytes = set.external_bytes();
             let top = set.take_external_peak();
@@ -73,15 +73,17 @@ pub fn label_counters(env: Env) -> napi::Result<NativeCounters> {
                 external.push(bytes as f64);
                 peak.push(top as f64);
             }
-        }
+        };
+        row(&state.registry.overflow());
+        state.registry.for_each_set(|set| row(set));
         let (unlabeled_samples, unlabeled_heap_bytes) = if per_set {
             let live = state.ops.unlabeled.live_samples() as f64;
             (live, live * interval as f64)
         } else if interval != 0 {
-            // Stock runtime: no capture callback; count the session's samples (V8 still builds
-            // its call tree for this, so it costs a profile read).
-            let totals = state.v8_mut().sample_totals(interval);
-            (totals.samples as f64, totals.bytes)
+            // Stock runtime: no capture callback, so samples cannot be counted without reading a
+            // profile (V8 builds its call tree for that). The unlabeled group is the whole heap:
+            // V8's used heap size, and no sample count.
+            (0.0, state.v8.used_heap_size() as f64)
         } else {
             (0.0, 0.0)
         };

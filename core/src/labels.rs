@@ -461,6 +461,15 @@ impl LabelRegistry {
         sets
     }
 
+    /// Calls `f` with every interned set (not the overflow set), in no particular order, without
+    /// cloning or sorting: the per-label counters' pass over all sets. Holds each shard's read lock
+    /// while `f` runs on its sets, so `f` must not intern or prune.
+    pub fn for_each_set(&self, mut f: impl FnMut(&Arc<LabelSet>)) {
+        for bucket in self.by_hash.iter() {
+            bucket.value().iter().for_each(&mut f);
+        }
+    }
+
     /// The sets (overflow included, first) that currently hold non-zero external bytes, with those
     /// bytes: the `external` list of a [`Profile`](crate::Profile).
     pub fn external_by_set(&self) -> Vec<(Arc<LabelSet>, i64)> {
@@ -519,8 +528,12 @@ impl LabelSet {
     /// current value), and starts a new period at the current value.
     pub fn take_external_peak(&self) -> i64 {
         let current = self.external_bytes();
-        let peak = self.counters.external_peak.swap(current, Ordering::Relaxed);
-        peak.max(current)
+        let peak = &self.counters.external_peak;
+        // Most sets hold no external bytes: read first, so a read of 10k sets writes to few.
+        if peak.load(Ordering::Relaxed) == current {
+            return current;
+        }
+        peak.swap(current, Ordering::Relaxed).max(current)
     }
 
     /// [`retain_word`](Self::retain_word) for a sampled allocation: also counts a live sample.

@@ -20,7 +20,6 @@
 namespace heap_labels {
 
 struct RawProfile;    // shared struct, defined by the cxx bridge
-struct SampleTotals;  // shared struct, defined by the cxx bridge
 struct StartOptions;  // shared struct, defined by the cxx bridge
 
 class IsolateState {
@@ -48,10 +47,10 @@ class IsolateState {
   bool external_tracking() const { return external_tracking_; }
 
   // Operations support (see src/bridge.rs): the unlabeled-samples word, a
-  // full GC, sample totals without the call tree, near-heap-limit dumps.
+  // full GC, the used heap size, near-heap-limit dumps.
   void set_unlabeled_sample_word(std::size_t word);
   void collect_garbage();
-  SampleTotals sample_totals(uint64_t sample_interval);
+  uint64_t used_heap_size() const;
   void arm_near_heap_limit(std::size_t dumper, uint32_t count);
   void disarm_near_heap_limit();
   uint32_t near_heap_limit_remaining() const;

@@ -31,12 +31,6 @@ void StopSamplingHeapProfiler(v8::Isolate* isolate);
 bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
                            uintptr_t unlabeled_word = 0);
 
-// Number of live samples and their estimated bytes (V8's scaling at
-// `sample_interval`), without copying the call tree. Returns false when no
-// profiler is running.
-bool CountAllocationSamples(v8::Isolate* isolate, uint64_t sample_interval,
-                            uint64_t* samples, double* bytes);
-
 }  // namespace heap_labels
 
 #endif  // HEAP_LABELS_SAMPLING_H_
