@@ -23,8 +23,9 @@ const fixtures = path.join(__dirname, 'fixtures');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-ops-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
 
-// The flags of this test process that matter to children (e.g. --experimental-async-context-frame).
-const childFlags = process.execArgv.filter((a) => !a.startsWith('--test'));
+// The flags of this test process that matter to children (AsyncContextFrame on or off); NODE_OPTIONS
+// reaches them through the environment.
+const childFlags = process.execArgv.filter((a) => /^--(no-)?(experimental-)?async-context-frame$/.test(a));
 
 // Environment of a child: no HEAP_LABELS_* from outside, then `env`.
 function childEnv(env) {
@@ -424,4 +425,17 @@ test('near the heap limit a labeled profile is written before the out-of-memory 
   } finally {
     await app.kill();
   }
+});
+
+// --- the profiler's own memory ---------------------------------------------------------------------
+
+test('soak smoke: always-on with rotating label sets, the label table returns to its baseline', () => {
+  const r = spawnSync(
+    process.execPath,
+    [...childFlags, '--expose-gc', path.join(root, 'benchmark', 'soak.js'), '--quick', '--minutes', '0.15', '--sets', '2000'],
+    { cwd: root, env: childEnv({}), encoding: 'utf8', timeout: 120_000 },
+  );
+  assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  assert.match(r.stdout, /label table: baseline (\d+), under load [1-9]\d*, .*: back to baseline/);
+  assert.match(r.stdout, /\d+ dumps \(keep 3: [0-6] files left/);
 });
