@@ -6,15 +6,17 @@
 //! `js_types` (values exchanged with lib/), `error` (the error enum and its JS mapping).
 
 mod bridge;
-mod counters;
-mod dump;
+// The operations modules export their napi functions themselves (public, so that the exports are
+// reachable from the crate root in every build).
+pub mod counters;
+pub mod dump;
 mod error;
 mod external;
 mod js_profile;
 mod js_types;
 mod labels;
 mod model;
-mod near_heap_limit;
+pub mod near_heap_limit;
 mod ops;
 mod session;
 mod state;
