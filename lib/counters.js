@@ -8,25 +8,34 @@ const { internPairs } = require('./labels');
 
 const UNLABELED = internPairs([], []);
 
-// Label-set id -> interned frozen labels. Ids are never reused, so an entry is right for as long
-// as the set lives; entries of sets that no longer show up are dropped on the next read.
+// Label-set id -> WeakRef(interned frozen labels). Ids are never reused, so an entry is right for
+// as long as the set lives. Weak: a label object keeps its label holder, and the holder its set,
+// alive; a strong cache would keep every set it ever saw in the table.
 const labelsById = new Map();
 
+// The labels of each id (undefined for sets pruned meanwhile), fetching the pairs of ids not cached.
 function labelsOf(ids) {
+  const out = new Array(ids.length);
   let missing;
   for (let i = 0; i < ids.length; i++) {
-    if (!labelsById.has(ids[i])) (missing ??= []).push(ids[i]);
+    out[i] = labelsById.get(ids[i])?.deref();
+    if (out[i] === undefined) (missing ??= []).push(i);
   }
   if (missing !== undefined) {
-    for (const set of native.labelSetPairs(Uint32Array.from(missing))) {
-      labelsById.set(set.id, internPairs(set.keys, set.values));
+    const fetched = new Map();
+    for (const set of native.labelSetPairs(Uint32Array.from(missing, (i) => ids[i]))) {
+      const labels = internPairs(set.keys, set.values);
+      fetched.set(set.id, labels);
+      labelsById.set(set.id, new WeakRef(labels));
     }
+    for (const i of missing) out[i] = fetched.get(ids[i]);
   }
   // Keep the cache to the sets of this read once it has grown well past them.
   if (labelsById.size > 2 * ids.length + 64) {
     const seen = new Set(ids);
     for (const id of labelsById.keys()) if (!seen.has(id)) labelsById.delete(id);
   }
+  return out;
 }
 
 // { sampleInterval, perSetSamples, groups: [{ labels, heapBytes, samples, externalBytes,
@@ -37,11 +46,11 @@ function labelsOf(ids) {
 function counters() {
   const c = native.labelCounters();
   const { ids, samples, externalBytes, externalPeakBytes } = c;
-  labelsOf(ids);
+  const labelsList = labelsOf(ids);
   const interval = c.sampleInterval;
   const groups = [];
   for (let i = 0; i < ids.length; i++) {
-    const labels = labelsById.get(ids[i]);
+    const labels = labelsList[i];
     if (labels === undefined) continue; // pruned between the two native calls
     groups.push({
       labels,
