@@ -148,6 +148,8 @@ for rt in "$stock_node" ${patched_node:+"$patched_node"}; do
 done
 run_js read-profile benchmark/inprocess/read-profile.js "${runtime_args[@]}" "${quick_arg[@]}"
 run_js memory-per-sample benchmark/inprocess/memory-per-sample.js "${runtime_args[@]}" "${quick_arg[@]}"
+run_js dump-pause benchmark/inprocess/dump-pause.js "${runtime_args[@]}" "${quick_arg[@]}"
+run_js counters benchmark/inprocess/counters.js "${runtime_args[@]}" "${quick_arg[@]}"
 
 log "http"
 {

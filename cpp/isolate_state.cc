@@ -15,11 +15,14 @@ IsolateState::IsolateState(v8::Isolate* isolate,
                            std::size_t external_counters)
     : isolate_(isolate),
       external_counters_(external_counters),
-      holders_(isolate) {}
+      holders_(isolate) {
+  sample_context_.key = &labels_key_;
+}
 
 IsolateState::~IsolateState() {
   // Environment teardown: a session left running would keep sampling into a
   // profile nobody reads.
+  near_heap_limit_.reset();
   stop_sampling();
   labels_key_.Reset();
 }
@@ -37,8 +40,9 @@ bool IsolateState::StartProfiler(const StartOptions& options) {
   if (!GetPatchedApi().sample_labels_ready || labels_key_.IsEmpty()) {
     return StartSamplingHeapProfiler(isolate_, options);
   }
-  return StartLabeledSampling(isolate_, &labels_key_, options.sample_interval,
-                              options.stack_depth, SamplingFlags(options));
+  return StartLabeledSampling(isolate_, &sample_context_,
+                              options.sample_interval, options.stack_depth,
+                              SamplingFlags(options));
 }
 
 void IsolateState::StartExternalTracking() {
@@ -72,7 +76,8 @@ void IsolateState::stop_sampling() {
 
 RawProfile IsolateState::read_profile() {
   RawProfile profile;
-  if (!sampling_ || !ReadAllocationProfile(isolate_, &profile)) {
+  if (!sampling_ || !ReadAllocationProfile(isolate_, &profile,
+                                           sample_context_.unlabeled_word)) {
     throw std::runtime_error("no sampling heap profiler is running");
   }
   return profile;
@@ -135,6 +140,46 @@ uint64_t IsolateState::external_memory() const {
   v8::HeapStatistics statistics;
   isolate_->GetHeapStatistics(&statistics);
   return statistics.external_memory();
+}
+
+// ---- operations support -------------------------------------------------
+
+void IsolateState::set_unlabeled_sample_word(std::size_t word) {
+  // Takes effect with the next labeled session (V8 keeps the context pointer,
+  // whose fields it reads on each capture: only change it between sessions).
+  if (!sampling_) sample_context_.unlabeled_word = word;
+}
+
+void IsolateState::collect_garbage() {
+  // A full, non-forced GC that also clears caches: what ?gc=1 asks for, and
+  // available without --expose-gc.
+  isolate_->LowMemoryNotification();
+}
+
+uint64_t IsolateState::used_heap_size() const {
+  v8::HeapStatistics statistics;
+  isolate_->GetHeapStatistics(&statistics);
+  return statistics.used_heap_size();
+}
+
+void IsolateState::arm_near_heap_limit(std::size_t dumper, uint32_t count) {
+  if (!near_heap_limit_) {
+    near_heap_limit_ = std::make_unique<NearHeapLimit>(isolate_, this);
+  }
+  near_heap_limit_->Arm(dumper, count);
+}
+
+void IsolateState::disarm_near_heap_limit() {
+  if (near_heap_limit_) near_heap_limit_->Disarm();
+}
+
+uint32_t IsolateState::near_heap_limit_remaining() const {
+  return near_heap_limit_ ? near_heap_limit_->remaining() : 0;
+}
+
+bool IsolateState::ReadProfileForDump(RawProfile* out) {
+  return sampling_ &&
+         ReadAllocationProfile(isolate_, out, sample_context_.unlabeled_word);
 }
 
 std::unique_ptr<IsolateState> new_isolate_state(std::size_t external_counters) {

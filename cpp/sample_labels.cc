@@ -11,18 +11,20 @@ namespace {
 // V8 calls this for every sampled allocation, inside SampleObject: GC is
 // disallowed, so no JS-heap allocation, no JS, no locks. It opens a
 // HandleScope (C++ memory only), looks the holder up without allocating, and
-// takes one strong reference for the sample (an atomic increment).
+// takes one strong reference for the sample and counts it as live (atomic
+// increments). Unlabeled samples get the isolate's unlabeled word.
 uintptr_t CaptureSampleLabels(v8::Isolate* isolate, void* data) {
-  const auto* key = static_cast<const v8::Global<v8::Object>*>(data);
-  uintptr_t word = CurrentLabelsWord(isolate, *key);
-  if (word != 0) retain_label_word(word);
+  const auto* context = static_cast<const SampleLabelsContext*>(data);
+  uintptr_t word = CurrentLabelsWord(isolate, *context->key);
+  if (word == 0) word = context->unlabeled_word;
+  if (word != 0) capture_sample_word(word);
   return word;
 }
 
 // V8 drops a sample: from GC weak processing or when the session ends. Gives
-// the sample's reference back (atomic decrement, never a V8 call).
+// the sample's reference back and uncounts it (atomics, never a V8 call).
 void ReleaseSampleLabels(uintptr_t word, void* /* data */) {
-  release_label_word(word);
+  release_sample_word(word);
 }
 
 }  // namespace
@@ -38,12 +40,12 @@ uintptr_t CurrentLabelsWord(v8::Isolate* isolate,
 }
 
 bool StartLabeledSampling(v8::Isolate* isolate,
-                          const v8::Global<v8::Object>* key,
+                          const SampleLabelsContext* context,
                           uint64_t sample_interval, int stack_depth,
                           int flags) {
   const PatchedApi& api = GetPatchedApi();
   return api.start_sampling(isolate, CaptureSampleLabels, ReleaseSampleLabels,
-                            const_cast<v8::Global<v8::Object>*>(key),
+                            const_cast<SampleLabelsContext*>(context),
                             sample_interval, stack_depth, flags);
 }
 

@@ -59,7 +59,8 @@ void CopyNodes(v8::Isolate* isolate, v8::AllocationProfile::Node* root,
 // Copies the samples with their label words (patched runtime; 0 on stock).
 // Each copied word takes its own reference while V8's sample still holds one,
 // so the Rust model owns what it reads even if V8 drops the sample later.
-void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out) {
+void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out,
+                 uintptr_t unlabeled_word) {
   const std::vector<v8::AllocationProfile::Sample>& samples =
       profile.GetSamples();
   std::size_t word_count = 0;
@@ -74,6 +75,7 @@ void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out) {
     raw.count = sample.count;
     raw.sample_id = sample.sample_id;
     raw.label_word = words != nullptr ? words[i] : 0;
+    if (raw.label_word == unlabeled_word) raw.label_word = 0;
     if (raw.label_word != 0) retain_label_word(raw.label_word);
     out->push_back(raw);
   }
@@ -103,7 +105,8 @@ void StopSamplingHeapProfiler(v8::Isolate* isolate) {
   isolate->GetHeapProfiler()->StopSamplingHeapProfiler();
 }
 
-bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out) {
+bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
+                           uintptr_t unlabeled_word) {
   v8::HandleScope scope(isolate);
   // GetAllocationProfile allocates strings for the nodes, which can itself
   // add samples; the copy below only reads the finished snapshot.
@@ -111,7 +114,7 @@ bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out) {
       isolate->GetHeapProfiler()->GetAllocationProfile());
   if (!profile) return false;
   CopyNodes(isolate, profile->GetRootNode(), &out->nodes);
-  CopySamples(*profile, &out->samples);
+  CopySamples(*profile, &out->samples, unlabeled_word);
   return true;
 }
 

@@ -139,6 +139,110 @@ export function stats(): Stats;
 
 export const limits: Readonly<{ maxLabels: number; maxKeyBytes: number; maxValueBytes: number }>;
 
+// ---- production agent -------------------------------------------------------------------------
+
+/**
+ * Options of `startAgent`; each has a `HEAP_LABELS_*` environment variable of the same meaning for
+ * `heap-labels/register` (README, "Running in production").
+ */
+export interface AgentOptions {
+  /** Mean bytes between samples; integer 1..2^32-1, default 524288. HEAP_LABELS_SAMPLE_INTERVAL. */
+  sampleInterval?: number;
+  /** Deepest JS stack per sample; 1..1024, default 64. HEAP_LABELS_STACK_DEPTH. */
+  stackDepth?: number;
+  /** Most distinct label sets; default 10000. HEAP_LABELS_MAX_LABEL_SETS. */
+  maxLabelSets?: number;
+  /** Where dumps go (created if missing); default the working directory. HEAP_LABELS_DIR. */
+  dir?: string;
+  /** Dumps kept in `dir` (older ones removed); 1..100000, default 10. HEAP_LABELS_KEEP. */
+  keep?: number;
+  /** Signal that writes a dump, or 'off'/null; default 'SIGUSR2'. HEAP_LABELS_SIGNAL. */
+  signal?: 'SIGUSR2' | 'SIGHUP' | 'SIGWINCH' | 'SIGURG' | 'SIGPWR' | 'off' | null;
+  /** 'host:port' of the agent's own HTTP server (port 0: any free port), or 'off'/null. HEAP_LABELS_HTTP. */
+  http?: string | null;
+  /** Bearer token for the HTTP server (required off loopback); 16..1024 characters. HEAP_LABELS_TOKEN. */
+  token?: string | null;
+  /** Profiles written near the heap limit (0: off); 0..1000, default 1. HEAP_LABELS_NEAR_HEAP_LIMIT. */
+  nearHeapLimit?: number;
+}
+
+/** Options after validation: defaults filled in, `dir` absolute, `http` parsed. */
+export interface ResolvedAgentOptions {
+  sampleInterval: number;
+  stackDepth: number;
+  maxLabelSets: number;
+  dir: string;
+  keep: number;
+  signal: string | null;
+  http: { host: string; port: number } | null;
+  token: string | null;
+  nearHeapLimit: number;
+}
+
+export interface DumpResult {
+  pprofPath: string;
+  summaryPath: string;
+  /** Files removed to keep the newest `keep` dumps. */
+  removed: string[];
+  /** Live samples in the profile. */
+  samples: number;
+  /** How long the main thread was held (copying V8's profile); the rest ran on a worker thread. */
+  pauseMs: number;
+}
+
+export interface Agent {
+  readonly options: ResolvedAgentOptions;
+  /** Whether samples carry labels in this process (the patched runtime). */
+  readonly labeled: boolean;
+  /** The agent's own HTTP server, once it listens. */
+  readonly address: { host: string; port: number; url: string } | undefined;
+  readonly running: boolean;
+  /** Writes a labeled pprof and a text per-label summary into `dir` (atomically). */
+  dump(options?: { reason?: string }): Promise<DumpResult>;
+  /** The current profile in memory: gzip'd pprof or the text summary; `gc` runs a full GC first. */
+  profile(options?: { format?: 'pprof'; gc?: boolean; reason?: string }): Promise<Buffer>;
+  profile(options: { format: 'summary'; gc?: boolean; reason?: string }): Promise<string>;
+  /** Per-label counters (see `labelCounters`). */
+  counters(): LabelCounters;
+  /** Stops the signal listener, the server, the near-heap-limit callback and the session. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the production agent of this thread: an always-on session, dumps on `signal`, an HTTP
+ * server when `http` is set, a profile near the heap limit. Rejects on bad options (naming them),
+ * when an agent or another profiler already runs, or when the server cannot listen.
+ */
+export function startAgent(options?: AgentOptions): Promise<Agent>;
+
+/** The running agent of this thread (started by `startAgent` or `heap-labels/register`). */
+export function currentAgent(): Agent | undefined;
+
+export interface LabelCounterGroup {
+  /** The label set; `{}` for unlabeled samples and bytes; the overflow set for sets past the cap. */
+  labels: Labels;
+  /** Estimated live heap bytes: live samples x sampling interval. */
+  heapBytes: number;
+  /** Live heap samples. */
+  samples: number;
+  /** ArrayBuffer/Buffer bytes currently charged to the set. */
+  externalBytes: number;
+  /** Highest `externalBytes` since the previous read. */
+  externalPeakBytes: number;
+}
+
+export interface LabelCounters {
+  /** Sampling interval of the running session (0: none runs). */
+  sampleInterval: number;
+  /** Whether samples are counted per label set (patched runtime); else only the unlabeled group. */
+  perSetSamples: boolean;
+  /** One group per label set with live samples or external bytes, and always the unlabeled group. */
+  groups: LabelCounterGroup[];
+}
+
+/** Per-label counters without reading a profile (no call tree); cheap enough for every scrape. */
+export function labelCounters(): LabelCounters;
+
 declare const heapLabels: {
   withHeapProfileLabels: typeof withHeapProfileLabels;
   setHeapProfileLabels: typeof setHeapProfileLabels;
@@ -146,6 +250,9 @@ declare const heapLabels: {
   capabilities: typeof capabilities;
   startHeapProfile: typeof startHeapProfile;
   stats: typeof stats;
+  startAgent: typeof startAgent;
+  currentAgent: typeof currentAgent;
+  labelCounters: typeof labelCounters;
   limits: typeof limits;
 };
 export default heapLabels;

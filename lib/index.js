@@ -9,6 +9,10 @@
 // A realm has one instance, whichever copy loads it (lib/instance.js): a compatible copy loaded
 // later exports the first one's API.
 
+//   startAgent(options) / currentAgent()                                  production agent (dumps,
+//                                                                         HTTP, near-heap-limit)
+//   labelCounters()                                                       per-label counters
+
 const instance = require('./instance');
 
 module.exports = instance.shared ?? create();
@@ -23,6 +27,8 @@ function create() {
   const { startHeapProfile } = require('./profile');
   const { MAX_LABELS, MAX_KEY_BYTES, MAX_VALUE_BYTES } = require('./labels');
   const { native, addonPath } = require('./native');
+  const { startAgent, currentAgent } = require('./agent');
+  const { counters: labelCounters } = require('./counters');
 
   // Bookkeeping of this isolate, for watching label cardinality: label sets still referenced (by a
   // label holder, a live sample or live external bytes), holders alive and, of those, the ones on
@@ -45,6 +51,9 @@ function create() {
     capabilities,
     startHeapProfile,
     stats,
+    startAgent,
+    currentAgent,
+    labelCounters,
     limits: Object.freeze({
       maxLabels: MAX_LABELS,
       maxKeyBytes: MAX_KEY_BYTES,

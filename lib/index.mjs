@@ -9,6 +9,9 @@ export const {
   capabilities,
   startHeapProfile,
   stats,
+  startAgent,
+  currentAgent,
+  labelCounters,
   limits,
 } = heapLabels;
 

@@ -136,6 +136,9 @@ class AllocationProfile {
   }
 }
 
+// Handle -> native session id, for the modules that read a running session natively (dumps).
+const sessions = new WeakMap();
+
 class HeapProfileHandle {
   #session;
   #last;
@@ -143,6 +146,7 @@ class HeapProfileHandle {
 
   constructor(session) {
     this.#session = session;
+    sessions.set(this, session);
   }
 
   getAllocationProfile() {
@@ -178,4 +182,9 @@ function startHeapProfile(options) {
   return new HeapProfileHandle(session);
 }
 
-module.exports = { startHeapProfile, AllocationProfile, HeapProfileHandle, DEFAULTS };
+// The native session id of a handle (undefined for anything else).
+function sessionOf(handle) {
+  return sessions.get(handle);
+}
+
+module.exports = { startHeapProfile, AllocationProfile, HeapProfileHandle, DEFAULTS, sessionOf };

@@ -94,6 +94,19 @@ pub mod ffi {
         /// ArrayBuffer sweeper threads: atomics only. Call before the block's memory is freed
         /// (its address may be handed out again right after).
         fn external_free(counters: usize, block: usize, bytes: usize);
+
+        /// `retain_label_word` for a sampled allocation (capture callback, inside V8's allocation
+        /// path): also counts one live sample for the set. Atomics only.
+        fn capture_sample_word(word: usize);
+
+        /// `release_label_word` for a sample V8 drops (GC weak callback or session end): also
+        /// uncounts the live sample. Atomics only.
+        fn release_sample_word(word: usize);
+
+        /// Writes the near-heap-limit dump of `profile` with the dumper at address `dumper`
+        /// (`src/near_heap_limit.rs`). Called from V8's near-heap-limit callback on the isolate
+        /// thread: native memory and file I/O only, never the JS heap.
+        fn write_near_heap_limit_dump(dumper: usize, profile: RawProfile, external_memory: u64);
     }
 
     unsafe extern "C++" {
@@ -186,6 +199,26 @@ pub mod ffi {
         /// running).
         fn external_tracking(self: &IsolateState) -> bool;
 
+        /// Sets the word that unlabeled samples of the next labeled session carry (the isolate's
+        /// unlabeled-samples set, which owns a reference for the state's lifetime).
+        fn set_unlabeled_sample_word(self: Pin<&mut IsolateState>, word: usize);
+
+        /// A full garbage collection (`Isolate::LowMemoryNotification`).
+        fn collect_garbage(self: Pin<&mut IsolateState>);
+
+        /// `HeapStatistics::used_heap_size()` of the isolate.
+        fn used_heap_size(self: &IsolateState) -> u64;
+
+        /// Registers the near-heap-limit callback: up to `count` dumps through the dumper at
+        /// address `dumper`, which must stay valid until `disarm_near_heap_limit`.
+        fn arm_near_heap_limit(self: Pin<&mut IsolateState>, dumper: usize, count: u32);
+
+        /// Removes the near-heap-limit callback (no-op when not armed).
+        fn disarm_near_heap_limit(self: Pin<&mut IsolateState>);
+
+        /// Near-heap-limit dumps left (0 when not armed).
+        fn near_heap_limit_remaining(self: &IsolateState) -> u32;
+
         /// The V8 version string of the running process.
         fn v8_version() -> String;
 
@@ -218,4 +251,19 @@ fn external_alloc(counters: usize, block: usize, word: usize, bytes: usize) {
 /// See `ffi::external_free`.
 fn external_free(counters: usize, block: usize, bytes: usize) {
     crate::external::on_free(counters, block, bytes);
+}
+
+/// See `ffi::capture_sample_word`. Runs inside V8's allocation path: two atomic increments.
+fn capture_sample_word(word: usize) {
+    crate::counters::capture_sample_word(word);
+}
+
+/// See `ffi::release_sample_word`. Runs in GC weak callbacks: atomics only.
+fn release_sample_word(word: usize) {
+    crate::counters::release_sample_word(word);
+}
+
+/// See `ffi::write_near_heap_limit_dump`.
+fn write_near_heap_limit_dump(dumper: usize, profile: ffi::RawProfile, external_memory: u64) {
+    crate::near_heap_limit::write_dump(dumper, profile, external_memory);
 }

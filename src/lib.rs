@@ -6,12 +6,18 @@
 //! `js_types` (values exchanged with lib/), `error` (the error enum and its JS mapping).
 
 mod bridge;
+// The operations modules export their napi functions themselves (public, so that the exports are
+// reachable from the crate root in every build).
+pub mod counters;
+pub mod dump;
 mod error;
 mod external;
 mod js_profile;
 mod js_types;
 mod labels;
 mod model;
+pub mod near_heap_limit;
+mod ops;
 mod session;
 mod state;
 

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use heap_labels_core::pprof::EncodeOptions;
-use heap_labels_core::{CallFrame, LabelSet, Profile, ProfileNode, Sample};
+use heap_labels_core::{
+    CallFrame, ExternalCounters, LabelRegistry, LabelSet, Profile, ProfileNode, Sample,
+};
 
 use crate::bridge::ffi;
 use crate::state::IsolateAddon;
@@ -18,15 +20,27 @@ pub struct ExternalInput {
 
 impl ExternalInput {
     pub fn read(state: &IsolateAddon) -> Self {
-        if state.counters.is_enabled() {
+        Self::from_parts(&state.registry, state.counters, || {
+            state.v8.external_memory()
+        })
+    }
+
+    /// The same from its parts (the near-heap-limit dump has no `IsolateAddon` at hand);
+    /// `external_memory` is only asked for when the counters are off.
+    pub fn from_parts(
+        registry: &LabelRegistry,
+        counters: &ExternalCounters,
+        external_memory: impl FnOnce() -> u64,
+    ) -> Self {
+        if counters.is_enabled() {
             ExternalInput {
-                by_set: state.registry.external_by_set(),
-                unlabeled: state.counters.snapshot().unlabeled,
+                by_set: registry.external_by_set(),
+                unlabeled: counters.snapshot().unlabeled,
             }
         } else {
             ExternalInput {
                 by_set: Vec::new(),
-                unlabeled: i64::try_from(state.v8.external_memory()).unwrap_or(i64::MAX),
+                unlabeled: i64::try_from(external_memory()).unwrap_or(i64::MAX),
             }
         }
     }

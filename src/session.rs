@@ -86,7 +86,7 @@ pub struct Session {
 
 impl Session {
     /// pprof header times: the session start and how long it has run.
-    fn encode_options(&self) -> EncodeOptions {
+    pub fn encode_options(&self) -> EncodeOptions {
         let since_epoch = self
             .started_at
             .duration_since(UNIX_EPOCH)
@@ -139,8 +139,38 @@ pub fn read(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
     Ok(read)
 }
 
+/// What a dump takes on the isolate thread: V8's profile copied into plain structs and the
+/// external bytes; the model is built (and encoded) later, off the isolate thread.
+pub struct RawRead {
+    pub raw: ffi::RawProfile,
+    pub external: model::ExternalInput,
+    pub sample_interval: u64,
+    pub encode_options: EncodeOptions,
+}
+
+/// Copies the allocation profile of the running session `id` for a dump.
+pub fn read_raw(state: &mut IsolateAddon, id: u32) -> Result<RawRead> {
+    let session = running(state, id)?;
+    let raw = state.v8_mut().read_profile()?;
+    Ok(RawRead {
+        raw,
+        external: model::ExternalInput::read(state),
+        sample_interval: session.options.sample_interval,
+        encode_options: session.encode_options(),
+    })
+}
+
+/// The running session (for the operations modules).
+pub fn running_session(state: &IsolateAddon, id: u32) -> Result<Session> {
+    running(state, id)
+}
+
 /// Reads the last profile of session `id`, then stops the profiler.
 pub fn stop(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
+    // A near-heap-limit dumper describes this session: it goes with it.
+    if running(state, id).is_ok() {
+        crate::near_heap_limit::disarm(state);
+    }
     let profile = read(state, id);
     state.v8_mut().stop_sampling();
     state.session = None;

@@ -2,6 +2,8 @@
 //! their own), stored as napi instance data and dropped on environment teardown on the isolate's
 //! thread.
 
+use std::sync::Arc;
+
 use cxx::UniquePtr;
 use heap_labels_core::{ExternalCounters, LabelRegistry, DEFAULT_MAX_SETS};
 use napi::Env;
@@ -9,12 +11,13 @@ use napi::Env;
 use crate::bridge::ffi;
 use crate::error::{Error, Result};
 use crate::external;
+use crate::ops::OpsState;
 use crate::session::Session;
 
 /// Everything the addon keeps for one isolate.
 pub struct IsolateAddon {
-    /// Interned label sets of this isolate.
-    pub registry: LabelRegistry,
+    /// Interned label sets of this isolate (shared with the near-heap-limit dumper).
+    pub registry: Arc<LabelRegistry>,
     /// External-byte totals, charged by the counting allocator on the patched runtime. Leaked
     /// (see `external::leak_counters`): frees may arrive after this state is gone.
     pub counters: &'static ExternalCounters,
@@ -22,6 +25,8 @@ pub struct IsolateAddon {
     pub session: Option<Session>,
     /// Id of the next session (ids are never reused within an isolate).
     pub next_session_id: u32,
+    /// Operations support: the unlabeled-samples set, the near-heap-limit dumper.
+    pub ops: OpsState,
     /// V8-side state (holder template, labels key, profiler ownership). Declared last so that it is
     /// dropped last: its destructor stops the profiler and releases the words of live holders.
     pub v8: UniquePtr<ffi::IsolateState>,
@@ -30,18 +35,29 @@ pub struct IsolateAddon {
 impl IsolateAddon {
     fn new() -> Self {
         let counters = external::leak_counters();
-        IsolateAddon {
-            registry: LabelRegistry::new(DEFAULT_MAX_SETS),
+        let mut addon = IsolateAddon {
+            registry: Arc::new(LabelRegistry::new(DEFAULT_MAX_SETS)),
             counters,
             session: None,
             next_session_id: 1,
+            ops: OpsState::new(),
             v8: ffi::new_isolate_state(external::address_of(counters)),
-        }
+        };
+        let word = addon.ops.unlabeled_word();
+        addon.v8_mut().set_unlabeled_sample_word(word);
+        addon
     }
 
     /// The V8-side state, pinned for its `&mut self` methods.
     pub fn v8_mut(&mut self) -> std::pin::Pin<&mut ffi::IsolateState> {
         self.v8.pin_mut()
+    }
+}
+
+impl Drop for IsolateAddon {
+    /// The near-heap-limit callback points at `ops`' dumper: remove it before the fields go.
+    fn drop(&mut self) {
+        self.v8_mut().disarm_near_heap_limit();
     }
 }
 

@@ -220,6 +220,8 @@ function parent(args) {
   return { markdown: out.join('\n'), results: res };
 }
 
+module.exports = { buildHeap, forceGc };
+
 if (require.main === module) {
   const args = c.parseArgs(process.argv.slice(2), { flags: ['quick'], repeatable: ['runtime'] });
   if (args.child === 'ours' || args.child === 'inspector') {

@@ -24,6 +24,8 @@ pub struct ExternalCounters {
     unlabeled: AtomicI64,
     blocks: AtomicI64,
     words: BlockWords,
+    /// Highest `unlabeled` since the last [`take_unlabeled_peak`](Self::take_unlabeled_peak).
+    unlabeled_peak: AtomicI64,
 }
 
 /// A point-in-time copy of [`ExternalCounters`]. Each field is read atomically, but the fields are
@@ -61,6 +63,7 @@ impl ExternalCounters {
             unlabeled: AtomicI64::new(0),
             blocks: AtomicI64::new(0),
             words: BlockWords::new(),
+            unlabeled_peak: AtomicI64::new(0),
         }
     }
 
@@ -96,7 +99,8 @@ impl ExternalCounters {
         match labels {
             Some(set) => set.add_external(bytes),
             None => {
-                self.unlabeled.fetch_add(bytes, Ordering::Relaxed);
+                let now = self.unlabeled.fetch_add(bytes, Ordering::Relaxed) + bytes;
+                self.unlabeled_peak.fetch_max(now, Ordering::Relaxed);
             }
         }
         self.total.fetch_add(bytes, Ordering::Relaxed);
@@ -118,6 +122,14 @@ impl ExternalCounters {
         }
         self.total.fetch_sub(bytes, Ordering::Relaxed);
         self.blocks.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The highest unlabeled bytes since the previous call (at least the current value), and starts
+    /// a new period at the current value. Isolate thread (the per-label counters' read).
+    pub fn take_unlabeled_peak(&self) -> i64 {
+        let current = self.unlabeled.load(Ordering::Relaxed);
+        let peak = self.unlabeled_peak.swap(current, Ordering::Relaxed);
+        peak.max(current)
     }
 
     /// Current values (see [`ExternalSnapshot`] for the consistency caveat).

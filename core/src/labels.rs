@@ -52,6 +52,8 @@ pub struct LabelSet {
     overflow: bool,
     external: AtomicI64,
     pairs: Box<[(Box<str>, Box<str>)]>,
+    /// Per-label counters read without a profile (see the `counters` impl block below).
+    counters: SetCounters,
 }
 
 impl LabelSet {
@@ -65,6 +67,7 @@ impl LabelSet {
             overflow,
             external: AtomicI64::new(0),
             pairs,
+            counters: SetCounters::default(),
         }
     }
 
@@ -104,7 +107,8 @@ impl LabelSet {
     /// no allocation, no lock.
     #[inline]
     pub fn add_external(&self, delta: i64) {
-        self.external.fetch_add(delta, Ordering::Relaxed);
+        let now = self.external.fetch_add(delta, Ordering::Relaxed) + delta;
+        self.counters.note_external(delta, now);
     }
 
     /// Turns one strong reference into a word for the V8 boundary. The word owns that reference
@@ -545,6 +549,15 @@ impl LabelRegistry {
         sets
     }
 
+    /// Calls `f` with every interned set (not the overflow set), in no particular order, without
+    /// cloning or sorting: the per-label counters' pass over all sets. Holds each shard's read lock
+    /// while `f` runs on its sets, so `f` must not intern or prune.
+    pub fn for_each_set(&self, mut f: impl FnMut(&Arc<LabelSet>)) {
+        for bucket in self.by_hash.iter() {
+            bucket.value().iter().for_each(&mut f);
+        }
+    }
+
     /// The sets (overflow included, first) that currently hold non-zero external bytes, with those
     /// bytes: the `external` list of a [`Profile`](crate::Profile).
     pub fn external_by_set(&self) -> Vec<(Arc<LabelSet>, i64)> {
@@ -578,6 +591,83 @@ impl fmt::Debug for LabelRegistry {
 /// prototype instead of a label, so the key would vanish from the JS label object).
 pub fn is_reserved_key(key: &str) -> bool {
     key.starts_with(RESERVED_KEY_PREFIX) || key == "__proto__"
+}
+
+// ---- per-label counters (read by `counters()` without a profile) -------------------------------
+
+/// Counters of a set that V8's callbacks keep current: live samples (capture/release of sampled
+/// allocations on the patched runtime) and the peak of the external bytes since the last read.
+#[derive(Debug, Default)]
+struct SetCounters {
+    live_samples: AtomicI64,
+    external_peak: AtomicI64,
+}
+
+impl SetCounters {
+    /// After an external-bytes change to `now`: raises the peak. Atomics only (allocation path).
+    #[inline]
+    fn note_external(&self, delta: i64, now: i64) {
+        if delta > 0 {
+            self.external_peak.fetch_max(now, Ordering::Relaxed);
+        }
+    }
+}
+
+impl LabelSet {
+    /// Samples of this set that V8 still holds (captured and not yet released).
+    pub fn live_samples(&self) -> i64 {
+        self.counters.live_samples.load(Ordering::Relaxed)
+    }
+
+    /// The highest [`external_bytes`](Self::external_bytes) since the previous call (at least the
+    /// current value), and starts a new period at the current value.
+    pub fn take_external_peak(&self) -> i64 {
+        let current = self.external_bytes();
+        let peak = &self.counters.external_peak;
+        // Most sets hold no external bytes: read first, so a read of 10k sets writes to few.
+        if peak.load(Ordering::Relaxed) == current {
+            return current;
+        }
+        peak.swap(current, Ordering::Relaxed).max(current)
+    }
+
+    /// [`retain_word`](Self::retain_word) for a sampled allocation: also counts a live sample.
+    ///
+    /// Runs inside V8's `SampleObject` (GC forbidden): two atomic increments, nothing else.
+    ///
+    /// # Safety
+    /// As for [`retain_word`](Self::retain_word).
+    #[inline]
+    pub unsafe fn capture_sample_word(word: usize) {
+        // SAFETY: the caller guarantees that `word` is a live set (see `retain_word`).
+        unsafe {
+            Self::word_as_ref(word)
+                .counters
+                .live_samples
+                .fetch_add(1, Ordering::Relaxed);
+            Self::retain_word(word);
+        }
+    }
+
+    /// Gives back a reference taken by [`capture_sample_word`](Self::capture_sample_word) when V8
+    /// drops the sample.
+    ///
+    /// Runs from V8's GC weak callbacks and at profiler stop: atomics only, no lock.
+    ///
+    /// # Safety
+    /// As for [`release_word`](Self::release_word).
+    #[inline]
+    pub unsafe fn release_sample_word(word: usize) {
+        // SAFETY: the word still owns its reference until `release_word` below, so the set is
+        // alive while the counter is updated.
+        unsafe {
+            Self::word_as_ref(word)
+                .counters
+                .live_samples
+                .fetch_sub(1, Ordering::Relaxed);
+            Self::release_word(word);
+        }
+    }
 }
 
 /// Checks the limits, then sorts by key and rejects duplicate keys.
@@ -1084,5 +1174,35 @@ mod tests {
         assert_eq!(ext.len(), 2);
         assert!(ext[0].0.is_overflow() && ext[0].1 == 7);
         assert!(Arc::ptr_eq(&ext[1].0, &a) && ext[1].1 == 10);
+    }
+
+    #[test]
+    fn sample_and_external_peak_counters() {
+        let reg = LabelRegistry::new(10);
+        let set = reg.intern(p(&[("route", "/a")])).unwrap();
+        let word = LabelSet::as_word(&set);
+        // SAFETY: `set` holds a reference for the whole test.
+        unsafe {
+            LabelSet::capture_sample_word(word);
+            LabelSet::capture_sample_word(word);
+        }
+        assert_eq!(set.live_samples(), 2);
+        assert_eq!(Arc::strong_count(&set), 4); // registry, `set`, two samples
+                                                // SAFETY: gives back one of the two references captured above.
+        unsafe { LabelSet::release_sample_word(word) };
+        assert_eq!((set.live_samples(), Arc::strong_count(&set)), (1, 3));
+        // SAFETY: gives back the other one.
+        unsafe { LabelSet::release_sample_word(word) };
+
+        set.add_external(100);
+        set.add_external(50);
+        set.add_external(-120);
+        assert_eq!(set.external_bytes(), 30);
+        assert_eq!(set.take_external_peak(), 150);
+        // A new period starts at the current value.
+        assert_eq!(set.take_external_peak(), 30);
+        set.add_external(-30);
+        assert_eq!(set.take_external_peak(), 30);
+        assert_eq!(set.take_external_peak(), 0);
     }
 }

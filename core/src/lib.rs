@@ -9,17 +9,21 @@
 //! - [`profile`]: the heap [`Profile`] model, V8's sample scaling ([`Profile::estimate`]) and
 //!   aggregation by label ([`Profile::by_label`]);
 //! - [`pprof`]: gzip-compressed `profile.proto` output ([`pprof::encode`]);
-//! - [`heapprofile`]: Chrome DevTools `.heapprofile` JSON ([`heapprofile::to_string`]).
+//! - [`heapprofile`]: Chrome DevTools `.heapprofile` JSON ([`heapprofile::to_string`]);
+//! - [`summary`]: the text per-label summary of a dump; [`dump`]: dump file names, atomic writes
+//!   and retention.
 //!
 //! See `docs/architecture.md` for how the addon uses it.
 
 pub mod block_words;
+pub mod dump;
 pub mod error;
 pub mod external;
 pub mod heapprofile;
 pub mod labels;
 pub mod pprof;
 pub mod profile;
+pub mod summary;
 
 pub use block_words::BlockWords;
 pub use error::{LabelError, Result};

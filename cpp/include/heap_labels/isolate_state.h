@@ -13,6 +13,8 @@
 
 #include "heap_labels/counting_allocator.h"
 #include "heap_labels/label_holder.h"
+#include "heap_labels/near_heap_limit.h"
+#include "heap_labels/sample_labels.h"
 #include "rust/cxx.h"
 
 namespace heap_labels {
@@ -49,6 +51,18 @@ class IsolateState {
   // bytes per label).
   bool external_tracking() const { return external_tracking_; }
 
+  // Operations support (see src/bridge.rs): the unlabeled-samples word, a
+  // full GC, the used heap size, near-heap-limit dumps.
+  void set_unlabeled_sample_word(std::size_t word);
+  void collect_garbage();
+  uint64_t used_heap_size() const;
+  void arm_near_heap_limit(std::size_t dumper, uint32_t count);
+  void disarm_near_heap_limit();
+  uint32_t near_heap_limit_remaining() const;
+  // The profile for a dump (unlabeled-samples word mapped to 0); false when
+  // no session of this state runs.
+  bool ReadProfileForDump(RawProfile* out);
+
  private:
   bool StartProfiler(const StartOptions& options);
   void StartExternalTracking();
@@ -63,6 +77,10 @@ class IsolateState {
   // loads it) uses it, so the isolate has one set of labels. On the patched runtime the capture callback and the
   // counting allocator hand it to V8's allocation-free CPED lookup.
   v8::Global<v8::Object> labels_key_;
+  // Handed to V8 with a labeled session (points at labels_key_).
+  SampleLabelsContext sample_context_;
+  // Created on first arm; its destructor removes the callback.
+  std::unique_ptr<NearHeapLimit> near_heap_limit_;
   // Made on the first session that tracks external bytes and never deleted:
   // backing stores it allocated free through it, possibly after teardown.
   CountingAllocator* counting_allocator_ = nullptr;

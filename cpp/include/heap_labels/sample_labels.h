@@ -23,11 +23,23 @@ namespace heap_labels {
 uintptr_t CurrentLabelsWord(v8::Isolate* isolate,
                             const v8::Global<v8::Object>& key);
 
+// What the capture callback of a labeled session reads: the labels key and
+// the word that unlabeled samples get (see SampleLabelsContext users).
+struct SampleLabelsContext {
+  // The lib's AsyncLocalStorage instance (owned by IsolateState).
+  const v8::Global<v8::Object>* key = nullptr;
+  // Word of the isolate's "unlabeled samples" set (0: none). Samples taken
+  // without labels carry it so that their release is seen too: the per-label
+  // counters count live unlabeled samples the same way as labeled ones. It
+  // never leaves cpp/: ReadAllocationProfile turns it back into 0.
+  uintptr_t unlabeled_word = 0;
+};
+
 // Starts a labeled sampling session whose samples carry the labels found
-// under `key` (which must outlive the session). Returns false when a sampling
-// heap profiler already runs.
+// under `context->key` (`context` must outlive the session). Returns false
+// when a sampling heap profiler already runs.
 bool StartLabeledSampling(v8::Isolate* isolate,
-                          const v8::Global<v8::Object>* key,
+                          const SampleLabelsContext* context,
                           uint64_t sample_interval, int stack_depth,
                           int flags);
 

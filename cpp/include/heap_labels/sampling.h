@@ -4,6 +4,8 @@
 #ifndef HEAP_LABELS_SAMPLING_H_
 #define HEAP_LABELS_SAMPLING_H_
 
+#include <cstdint>
+
 #include <v8.h>
 
 namespace heap_labels {
@@ -24,7 +26,10 @@ void StopSamplingHeapProfiler(v8::Isolate* isolate);
 
 // Copies the current allocation profile: nodes in pre-order with parent
 // indices, then the samples. Returns false when no profiler is running.
-bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out);
+// Samples whose word is `unlabeled_word` (see SampleLabelsContext) come out
+// unlabeled (word 0).
+bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
+                           uintptr_t unlabeled_word = 0);
 
 }  // namespace heap_labels
 

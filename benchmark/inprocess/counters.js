@@ -1,0 +1,86 @@
+'use strict';
+// Cost of labelCounters() (what every metrics scrape calls) at 10k label sets.
+//
+//   node benchmark/inprocess/counters.js [--runtime stock=/path/node --runtime patched=/path/node]
+//        [--quick] [--sets 10000] [--calls 300] [--interval 512]
+//
+// One child process per runtime: a session samples at `interval` while `sets` label sets each
+// retain a few KiB of objects (so that on the patched runtime every set has live samples and a
+// row), then labelCounters() runs `calls` times. Reported: the median and p90 of one call, split
+// into the native read (native.labelCounters: a pass over the sets, typed-array columns) and the
+// JS rows; the rows per call. On stock runtimes samples carry no labels: counters() has one
+// unlabeled group and counts it with a profile read (no per-set counting without the patched
+// runtime's capture callback), which the table shows separately.
+
+const c = require('./common');
+
+async function child(args) {
+  const hl = require('../../lib');
+  const { native } = require('../../lib/native');
+  const sets = Number(args.sets);
+  const handle = hl.startHeapProfile({ sampleInterval: Number(args.interval), maxLabelSets: sets + 100 });
+  const kept = [];
+  for (let i = 0; i < sets; i++) {
+    hl.withHeapProfileLabels({ route: `/route/${i}`, tenant: `t${i % 97}` }, () => {
+      for (let j = 0; j < 40; j++) kept.push({ i, j, s: null, t: null });
+    });
+  }
+  globalThis.gc();
+  for (let i = 0; i < 20; i++) hl.labelCounters(); // warm up (and fill the id -> labels cache)
+  const total = [];
+  const nativeOnly = [];
+  let rows = 0;
+  for (let i = 0; i < Number(args.calls); i++) {
+    total.push(c.timeMs(() => (rows = hl.labelCounters().groups.length)));
+    nativeOnly.push(c.timeMs(() => native.labelCounters()));
+  }
+  const perSet = hl.labelCounters().perSetSamples;
+  handle.stop();
+  return {
+    rows,
+    perSet,
+    labelSets: hl.stats().labelSets,
+    total: { median: c.median(total), p90: c.quantile(total, 0.9) },
+    native: { median: c.median(nativeOnly), p90: c.quantile(nativeOnly, 0.9) },
+    kept: kept.length,
+  };
+}
+
+function parent(args) {
+  const quick = Boolean(args.quick);
+  const sets = Number(args.sets || (quick ? 1000 : 10_000));
+  const calls = Number(args.calls || (quick ? 20 : 300));
+  const interval = Number(args.interval || 512);
+  const runtimes = c.runtimesFrom(args.runtime);
+  const rows = [];
+  for (const rt of runtimes) {
+    process.stderr.write(`counters: ${rt.name}\n`);
+    const r = c.runChild(rt, __filename, ['--child', '1', '--sets', sets, '--calls', calls, '--interval', interval].map(String), {
+      extraFlags: ['--expose-gc'],
+    });
+    rows.push([
+      `${rt.name} (${rt.version})`,
+      `${r.labelSets}`,
+      `${r.rows}${r.perSet ? '' : ' (stock: unlabeled group only)'}`,
+      `${(r.total.median * 1000).toFixed(0)} us (p90 ${(r.total.p90 * 1000).toFixed(0)} us)`,
+      `${(r.native.median * 1000).toFixed(0)} us (p90 ${(r.native.p90 * 1000).toFixed(0)} us)`,
+    ]);
+  }
+  const out = [];
+  out.push('### labelCounters() at 10k label sets');
+  out.push('');
+  out.push(
+    `${sets} label sets, each retaining 40 small objects, sampleInterval ${interval} B; ${calls} calls after 20 warm-up ` +
+      'calls; one call (median, p90). On stock runtimes the unlabeled group is counted with a profile read.',
+  );
+  out.push('');
+  out.push(c.table(['runtime', 'label sets', 'rows per call', 'labelCounters()', 'of which native read'], rows));
+  out.push('');
+  return { markdown: out.join('\n') };
+}
+
+if (require.main === module) {
+  const args = c.parseArgs(process.argv.slice(2), { flags: ['quick'], repeatable: ['runtime'] });
+  if (args.child) child(args).then((r) => console.log(JSON.stringify(r)));
+  else console.log(parent(args).markdown);
+}

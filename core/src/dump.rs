@@ -1,0 +1,200 @@
+//! Dump files: a labeled pprof and its text summary written into an output directory.
+//!
+//! - Names: `heap-labels-<time>-<pid>-<seq>[-<tag>].pb.gz` and the same stem with `.txt`, where
+//!   `<time>` is [`compact_time`](crate::summary::compact_time) (UTC, sorts chronologically), `<seq>`
+//!   a per-process counter (two dumps in one millisecond) and `<tag>` says why when it is not an
+//!   ordinary request (`oom` for near-heap-limit dumps).
+//! - Atomic: each file is written under a hidden temporary name in the same directory and renamed
+//!   into place, so a reader (or a crash) never sees half a file. The summary is renamed first and
+//!   the pprof last: a `.pb.gz` file means the dump is complete.
+//! - Retention: [`prune`] keeps the newest `keep` dumps of the directory (by the time in the name,
+//!   whatever the pid) and removes the files of older ones; files that do not follow the naming
+//!   are never touched.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use crate::summary::compact_time;
+
+/// Prefix of every dump file name.
+pub const PREFIX: &str = "heap-labels-";
+/// Extension of the pprof file.
+pub const PPROF_EXT: &str = ".pb.gz";
+/// Extension of the summary file.
+pub const SUMMARY_EXT: &str = ".txt";
+
+/// The stem (name without extension) of a dump.
+pub fn stem(time_nanos: i64, pid: u32, seq: u32, tag: Option<&str>) -> String {
+    let mut stem = format!("{PREFIX}{}-{pid}-{seq}", compact_time(time_nanos));
+    if let Some(tag) = tag {
+        stem.push('-');
+        stem.push_str(tag);
+    }
+    stem
+}
+
+/// Where a dump was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DumpPaths {
+    pub pprof: PathBuf,
+    pub summary: PathBuf,
+}
+
+/// Writes `<dir>/<stem>.txt` then `<dir>/<stem>.pb.gz`, each atomically.
+pub fn write(dir: &Path, stem: &str, pprof: &[u8], summary: &str) -> io::Result<DumpPaths> {
+    let summary_path = write_atomically(dir, &format!("{stem}{SUMMARY_EXT}"), summary.as_bytes())?;
+    let pprof_path = write_atomically(dir, &format!("{stem}{PPROF_EXT}"), pprof)?;
+    Ok(DumpPaths {
+        pprof: pprof_path,
+        summary: summary_path,
+    })
+}
+
+/// Writes `bytes` to `<dir>/.<name>.<pid>.tmp` and renames it to `<dir>/<name>`.
+pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<PathBuf> {
+    let target = dir.join(name);
+    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let written = fs::File::create(&temporary).and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.flush()
+    });
+    if let Err(err) = written.and_then(|()| fs::rename(&temporary, &target)) {
+        let _ = fs::remove_file(&temporary);
+        return Err(err);
+    }
+    Ok(target)
+}
+
+/// The sort key of a dump stem: (time, pid, seq, rest), or `None` for names that are not dumps.
+fn dump_key(stem: &str) -> Option<(&str, u64, u64, &str)> {
+    let rest = stem.strip_prefix(PREFIX)?;
+    let mut parts = rest.splitn(4, '-');
+    let time = parts.next()?;
+    let well_formed_time = time.len() == 20
+        && time.ends_with('Z')
+        && time
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'T' || b == b'.' || b == b'Z');
+    if !well_formed_time {
+        return None;
+    }
+    let pid = parts.next()?.parse().ok()?;
+    let seq = parts.next()?.parse().ok()?;
+    Some((time, pid, seq, parts.next().unwrap_or("")))
+}
+
+/// Removes all but the newest `keep` dumps in `dir`; returns the files removed. Files that are not
+/// named like dumps stay. A file that vanished meanwhile (another process pruning) is no error.
+pub fn prune(dir: &Path, keep: usize) -> io::Result<Vec<PathBuf>> {
+    let mut stems: Vec<String> = Vec::new();
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let stem = name
+            .strip_suffix(PPROF_EXT)
+            .or_else(|| name.strip_suffix(SUMMARY_EXT));
+        let Some(stem) = stem.filter(|s| dump_key(s).is_some()) else {
+            continue;
+        };
+        if !stems.iter().any(|s| s == stem) {
+            stems.push(stem.to_owned());
+        }
+        files.push((stem.to_owned(), entry.path()));
+    }
+    if stems.len() <= keep {
+        return Ok(Vec::new());
+    }
+    stems.sort_by(|a, b| dump_key(b).cmp(&dump_key(a))); // newest first
+    let old = &stems[keep..];
+    let mut removed = Vec::new();
+    for (stem, path) in files {
+        if old.contains(&stem) {
+            match fs::remove_file(&path) {
+                Ok(()) => removed.push(path),
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(err) => return Err(err),
+            }
+        }
+    }
+    Ok(removed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tmpdir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("heap-labels-dump-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn stems_sort_by_time_then_pid_then_seq() {
+        let t = 1_700_000_000_000_000_000i64;
+        assert_eq!(stem(t, 7, 1, None), "heap-labels-20231114T221320.000Z-7-1");
+        assert_eq!(
+            stem(t, 7, 2, Some("oom")),
+            "heap-labels-20231114T221320.000Z-7-2-oom"
+        );
+        let a = stem(t, 10, 1, None);
+        let b = stem(t, 9, 2, None);
+        let c = stem(t + 1_000_000, 1, 1, None);
+        assert!(dump_key(&a) > dump_key(&b));
+        assert!(dump_key(&c) > dump_key(&a));
+        assert_eq!(dump_key("heap-labels-notatime-1-1"), None);
+        assert_eq!(dump_key("other-20231114T221320.000Z-7-1"), None);
+    }
+
+    #[test]
+    fn writes_both_files_atomically_and_keeps_the_newest() {
+        let dir = tmpdir("keep");
+        fs::write(dir.join("unrelated.txt"), "x").unwrap();
+        fs::write(dir.join("heap-labels-garbage.pb.gz"), "x").unwrap();
+        let base = 1_700_000_000_000_000_000i64;
+        let mut written = Vec::new();
+        for i in 0..5 {
+            let s = stem(base + i * 1_000_000, 1, i as u32, None);
+            let paths = write(&dir, &s, b"pprof", "summary").unwrap();
+            assert_eq!(fs::read(&paths.pprof).unwrap(), b"pprof");
+            assert_eq!(fs::read_to_string(&paths.summary).unwrap(), "summary");
+            written.push(paths);
+        }
+        let removed = prune(&dir, 2).unwrap();
+        assert_eq!(removed.len(), 6);
+        for paths in &written[..3] {
+            assert!(!paths.pprof.exists() && !paths.summary.exists());
+        }
+        for paths in &written[3..] {
+            assert!(paths.pprof.exists() && paths.summary.exists());
+        }
+        assert!(dir.join("unrelated.txt").exists());
+        assert!(dir.join("heap-labels-garbage.pb.gz").exists());
+        // No temporary file is left behind.
+        let hidden = fs::read_dir(&dir)
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with('.')
+            })
+            .count();
+        assert_eq!(hidden, 0);
+        assert!(prune(&dir, 2).unwrap().is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_missing_directory_is_an_error_not_a_panic() {
+        let dir = std::env::temp_dir().join("heap-labels-dump-missing/none");
+        assert!(write(&dir, "heap-labels-x", b"", "").is_err());
+        assert!(prune(&dir, 1).is_err());
+    }
+}

@@ -1,0 +1,216 @@
+//! The short text per-label summary written next to every dump (and served as `?debug=1`).
+//!
+//! One line per label set, largest estimated heap first, with the unlabeled group and the overflow
+//! set like any other row, under a commented header that says what was measured. Plain text on
+//! purpose: an operator reads it with `cat`, `sort` or `grep` before opening the pprof file.
+
+use std::fmt::Write;
+
+use crate::profile::{GroupLabels, Profile};
+
+/// What the header says about the dump.
+#[derive(Debug, Clone, Default)]
+pub struct SummaryInfo<'a> {
+    /// Why the profile was written: `signal SIGUSR2`, `http`, `near-heap-limit`, `api`.
+    pub reason: &'a str,
+    pub pid: u32,
+    /// When the profile was read, nanoseconds since the Unix epoch.
+    pub time_nanos: i64,
+    /// Whether samples can carry labels in this process (patched runtime); the header says so.
+    pub labeled: bool,
+}
+
+/// The summary of `profile`.
+pub fn render(profile: &Profile, info: &SummaryInfo<'_>) -> String {
+    let groups = profile.by_label(None);
+    let total_bytes: f64 = groups.iter().map(|g| g.bytes).sum();
+    let total_external: i64 = groups.iter().map(|g| g.external_bytes).sum();
+    let labeled_samples = profile
+        .samples
+        .iter()
+        .filter(|s| s.labels.is_some())
+        .count();
+    let mut out = String::with_capacity(256 + groups.len() * 64);
+    // Writing into a String cannot fail.
+    let _ = writeln!(out, "# heap-labels per-label summary");
+    let _ = writeln!(out, "# reason: {}", info.reason);
+    let _ = writeln!(out, "# pid: {}", info.pid);
+    let _ = writeln!(out, "# time: {}", rfc3339(info.time_nanos));
+    let _ = writeln!(
+        out,
+        "# sample interval: {} bytes; live samples: {} ({} labeled)",
+        profile.sample_interval,
+        profile.samples.len(),
+        labeled_samples
+    );
+    if !info.labeled {
+        let _ = writeln!(
+            out,
+            "# samples carry no labels on this runtime (per-label heap needs the patched runtime)"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# estimated live heap: {:.0} bytes; external (ArrayBuffer) bytes: {}",
+        total_bytes, total_external
+    );
+    let _ = writeln!(
+        out,
+        "# {:>14} {:>6} {:>12} {:>14} {:>8}  labels",
+        "heap_bytes", "share", "objects", "external_bytes", "samples"
+    );
+    for group in &groups {
+        let share = if total_bytes > 0.0 {
+            100.0 * group.bytes / total_bytes
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            out,
+            "  {:>14.0} {:>5.1}% {:>12.0} {:>14} {:>8}  {}",
+            group.bytes,
+            share,
+            group.objects,
+            group.external_bytes,
+            group.samples,
+            labels_text(&group.labels)
+        );
+    }
+    out
+}
+
+/// `key="value", other="x"` (values quoted and escaped as Rust debug strings), `(unlabeled)`.
+pub fn labels_text(labels: &GroupLabels) -> String {
+    match labels {
+        GroupLabels::Unlabeled => "(unlabeled)".to_owned(),
+        GroupLabels::Value { key, value } => format!("{key}={value:?}"),
+        GroupLabels::Set(set) => {
+            let mut text = String::new();
+            for (i, (k, v)) in set.pairs().iter().enumerate() {
+                if i > 0 {
+                    text.push_str(", ");
+                }
+                let _ = write!(text, "{k}={v:?}");
+            }
+            if text.is_empty() {
+                text.push_str("{}");
+            }
+            text
+        }
+    }
+}
+
+/// `2026-12-01T05:30:00.123Z` for nanoseconds since the Unix epoch (UTC, millisecond precision).
+pub fn rfc3339(time_nanos: i64) -> String {
+    let (date, time) = utc_parts(time_nanos);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        date.0, date.1, date.2, time.0, time.1, time.2, time.3
+    )
+}
+
+/// `20261201T053000.123Z`: the same instant in a form that sorts and fits in a file name.
+pub fn compact_time(time_nanos: i64) -> String {
+    let (date, time) = utc_parts(time_nanos);
+    format!(
+        "{:04}{:02}{:02}T{:02}{:02}{:02}.{:03}Z",
+        date.0, date.1, date.2, time.0, time.1, time.2, time.3
+    )
+}
+
+type Date = (i64, u32, u32);
+type Time = (u32, u32, u32, u32);
+
+fn utc_parts(time_nanos: i64) -> (Date, Time) {
+    let millis = time_nanos.div_euclid(1_000_000);
+    let days = millis.div_euclid(86_400_000);
+    let ms_of_day = millis.rem_euclid(86_400_000) as u32;
+    let time = (
+        ms_of_day / 3_600_000,
+        ms_of_day / 60_000 % 60,
+        ms_of_day / 1000 % 60,
+        ms_of_day % 1000,
+    );
+    (civil_from_days(days), time)
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> Date {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labels::LabelRegistry;
+    use crate::profile::{CallFrame, Sample};
+
+    #[test]
+    fn times_format_in_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        // 2024-02-29T23:59:59.999Z, a leap day.
+        let t = 1_709_251_199_999i64 * 1_000_000;
+        assert_eq!(rfc3339(t), "2024-02-29T23:59:59.999Z");
+        assert_eq!(compact_time(t), "20240229T235959.999Z");
+        assert_eq!(rfc3339(-1_000_000), "1969-12-31T23:59:59.999Z");
+    }
+
+    #[test]
+    fn rows_are_per_set_largest_first_with_unlabeled_and_overflow() {
+        let reg = LabelRegistry::new(1);
+        let leak = reg.intern(vec![("route".into(), "/leak".into())]).unwrap();
+        let overflow = reg.intern(vec![("route".into(), "/x".into())]).unwrap();
+        assert!(overflow.is_overflow());
+        let mut p = Profile::new(1024);
+        p.add_node(None, 1, CallFrame::default());
+        let sample = |size, labels: Option<&std::sync::Arc<_>>| Sample {
+            node_id: 1,
+            size,
+            count: 1,
+            sample_id: 1,
+            labels: labels.cloned(),
+        };
+        p.samples.push(sample(4096, Some(&leak)));
+        p.samples.push(sample(4096, Some(&leak)));
+        p.samples.push(sample(100, None));
+        p.samples.push(sample(50, Some(&overflow)));
+        p.unlabeled_external = 7;
+        let text = render(
+            &p,
+            &SummaryInfo {
+                reason: "signal SIGUSR2",
+                pid: 42,
+                time_nanos: 0,
+                labeled: true,
+            },
+        );
+        let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(rows.len(), 3, "{text}");
+        assert!(rows[0].ends_with("route=\"/leak\""), "{text}");
+        assert!(rows[1].ends_with("(unlabeled)"), "{text}");
+        assert!(rows[2].ends_with("heap_labels.overflow=\"true\""), "{text}");
+        assert!(text.contains("# reason: signal SIGUSR2"));
+        assert!(text.contains("# pid: 42"));
+        assert!(text.contains("live samples: 4 (3 labeled)"));
+        let leak_bytes = 2.0 * Profile::estimate(4096, 1, 1024);
+        assert!(rows[0]
+            .trim_start()
+            .starts_with(&format!("{leak_bytes:.0}")));
+        assert!(!text.contains("carry no labels"));
+    }
+
+    #[test]
+    fn unlabeled_runtimes_say_so() {
+        let text = render(&Profile::new(512), &SummaryInfo::default());
+        assert!(text.contains("carry no labels"));
+    }
+}

@@ -1,0 +1,231 @@
+'use strict';
+// The production agent: one always-on profiling session plus the ways an operator gets at it —
+// dumps on a signal, an HTTP endpoint, a profile written near the heap limit, per-label counters.
+// Started by heap-labels/register from the environment, or by startAgent(options) from code.
+//
+// Memory stays bounded: the agent never keeps a profile. A dump copies V8's profile on the main
+// thread, builds, encodes and writes it on a libuv worker thread and drops it; the label sets its
+// samples referenced are released with it.
+
+const http = require('node:http');
+const { performance } = require('node:perf_hooks');
+const { native } = require('./native');
+const { startHeapProfile, sessionOf } = require('./profile');
+const { capabilities } = require('./capabilities');
+const { counters } = require('./counters');
+const { fromOptions } = require('./config');
+const { createHeapProfileHandler, HEAP_PATH } = require('./endpoint');
+
+let current; // the running agent of this thread
+
+function log(message) {
+  process.stderr.write(`heap-labels: ${message}\n`);
+}
+
+class Agent {
+  #options;
+  #handle;
+  #session;
+  #labeled;
+  #signalListener;
+  #server;
+  #address;
+  #dumping; // the dump in flight (signals during it are coalesced)
+  #stopped = false;
+
+  constructor(options) {
+    this.#options = options;
+    this.#labeled = capabilities().sampleLabels;
+    this.#handle = startHeapProfile({
+      sampleInterval: options.sampleInterval,
+      stackDepth: options.stackDepth,
+      maxLabelSets: options.maxLabelSets,
+    });
+    this.#session = sessionOf(this.#handle);
+    try {
+      if (options.nearHeapLimit > 0) {
+        native.armNearHeapLimit(this.#session, {
+          dir: options.dir,
+          count: options.nearHeapLimit,
+          keep: options.keep,
+          labeled: this.#labeled,
+        });
+      }
+      if (options.signal !== null) {
+        this.#signalListener = () => this.#onSignal(options.signal);
+        process.on(options.signal, this.#signalListener);
+      }
+    } catch (err) {
+      this.#teardown();
+      throw err;
+    }
+  }
+
+  // The validated options (dir resolved, http as { host, port }).
+  get options() {
+    return this.#options;
+  }
+
+  // Whether samples carry labels in this process (the patched runtime).
+  get labeled() {
+    return this.#labeled;
+  }
+
+  // { host, port, url } of the agent's own HTTP server once it listens; undefined otherwise.
+  get address() {
+    return this.#address;
+  }
+
+  get running() {
+    return !this.#stopped;
+  }
+
+  // Writes a pprof and a text summary into the output directory (atomically; the newest `keep`
+  // dumps are kept). Resolves to { pprofPath, summaryPath, removed, samples, pauseMs }, where
+  // pauseMs is how long the main thread was held (the copy of V8's profile).
+  async dump({ reason = 'api' } = {}) {
+    this.#checkRunning();
+    const started = performance.now();
+    const pending = native.dumpProfile(this.#session, {
+      reason,
+      labeled: this.#labeled,
+      dir: this.#options.dir,
+      keep: this.#options.keep,
+    });
+    const pauseMs = performance.now() - started;
+    const result = await pending;
+    return {
+      pprofPath: result.pprofPath,
+      summaryPath: result.summaryPath,
+      removed: result.removed,
+      samples: result.samples,
+      pauseMs,
+    };
+  }
+
+  // The current profile in memory: format 'pprof' (gzip-compressed profile.proto, a Buffer) or
+  // 'summary' (the text per-label table); gc: run a full garbage collection first.
+  async profile({ format = 'pprof', gc = false, reason = 'api' } = {}) {
+    this.#checkRunning();
+    if (format !== 'pprof' && format !== 'summary') {
+      throw new TypeError(`heap-labels: profile: format must be 'pprof' or 'summary', got ${JSON.stringify(format)}`);
+    }
+    if (gc) native.collectGarbage();
+    const result = await native.dumpProfile(this.#session, {
+      reason,
+      labeled: this.#labeled,
+      pprof: format === 'pprof',
+      summary: format === 'summary',
+    });
+    return format === 'pprof' ? result.pprof : result.summary;
+  }
+
+  // Per-label counters (see counters()).
+  counters() {
+    return counters();
+  }
+
+  // Starts the agent's own HTTP server (GET /debug/pprof/heap). Resolves to { host, port, url }.
+  listen({ host, port }, token) {
+    this.#checkRunning();
+    if (this.#server) return Promise.resolve(this.#address);
+    const handler = createHeapProfileHandler({ agent: this, token: token ?? undefined });
+    const server = http.createServer((req, res) => {
+      const { pathname } = new URL(req.url, 'http://localhost');
+      if (pathname !== HEAP_PATH) {
+        res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`heap-labels serves ${HEAP_PATH} only\n`);
+        return;
+      }
+      handler(req, res);
+    });
+    this.#server = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', (err) => {
+        this.#server = undefined;
+        reject(err);
+      });
+      server.listen(port, host, () => {
+        // The server is for operators: it never keeps the process alive on its own.
+        server.unref();
+        const address = server.address();
+        const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+        this.#address = { host: address.address, port: address.port, url: `http://${shown}:${address.port}${HEAP_PATH}` };
+        resolve(this.#address);
+      });
+    });
+  }
+
+  // Stops everything: the signal listener, the server, the near-heap-limit callback, the session.
+  // The session's last profile is not kept.
+  async stop() {
+    if (this.#stopped) return;
+    const server = this.#server;
+    this.#teardown();
+    if (server) await new Promise((resolve) => server.close(() => resolve()));
+  }
+
+  #teardown() {
+    this.#stopped = true;
+    if (this.#signalListener) process.removeListener(this.#options.signal, this.#signalListener);
+    this.#signalListener = undefined;
+    if (this.#server) {
+      this.#server.closeAllConnections?.();
+      this.#server.close();
+      this.#server = undefined;
+    }
+    native.disarmNearHeapLimit();
+    // Stop without holding on to the last profile (the handle itself is dropped with the agent).
+    this.#handle.stop();
+    this.#handle = undefined;
+    if (current === this) current = undefined;
+  }
+
+  #checkRunning() {
+    if (this.#stopped) throw new Error('heap-labels: the agent is stopped');
+  }
+
+  #onSignal(signal) {
+    if (this.#dumping) return; // one in flight: this signal is served by it
+    this.#dumping = this.dump({ reason: `signal ${signal}` })
+      .then(
+        (r) => log(`wrote ${r.pprofPath} and ${r.summaryPath} (${r.samples} samples; main thread held ${r.pauseMs.toFixed(1)} ms)`),
+        (err) => log(`${signal}: no dump: ${err.message}`),
+      )
+      .finally(() => {
+        this.#dumping = undefined;
+      });
+  }
+}
+
+// Starts the agent of this thread with `options` (see lib/config.js; the same values as the
+// HEAP_LABELS_* variables). Resolves to the agent once its HTTP server (if any) listens.
+// Throws (or rejects) on bad options or when a profiler already runs in this isolate.
+async function startAgent(options) {
+  const o = fromOptions(options);
+  return startValidated(o);
+}
+
+async function startValidated(o) {
+  if (current !== undefined) {
+    throw new Error('heap-labels: an agent is already running in this thread (stop it first)');
+  }
+  const agent = new Agent(o);
+  current = agent;
+  if (o.http) {
+    try {
+      await agent.listen(o.http, o.token);
+    } catch (err) {
+      await agent.stop();
+      throw new Error(`heap-labels: cannot serve heap profiles on ${o.http.host}:${o.http.port}: ${err.message}`);
+    }
+  }
+  return agent;
+}
+
+// The running agent of this thread, if any.
+function currentAgent() {
+  return current;
+}
+
+module.exports = { startAgent, startValidated, currentAgent, Agent };

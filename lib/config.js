@@ -1,0 +1,209 @@
+'use strict';
+// Options of the production agent, from code (startAgent(options)) or from the environment
+// (heap-labels/register): one table, so both accept the same values and say the same things.
+
+const fs = require('node:fs');
+const net = require('node:net');
+const path = require('node:path');
+
+const MAX_U32 = 2 ** 32 - 1;
+
+// Signals a dump may be bound to: catchable, not SIGUSR1 (the inspector's), not SIGINT/SIGTERM
+// (a listener would stop them from ending the process).
+const SIGNALS = Object.freeze(['SIGUSR2', 'SIGHUP', 'SIGWINCH', 'SIGURG', 'SIGPWR']);
+// Bearer token: RFC 6750's token68 characters, long enough not to be guessed.
+const TOKEN_RE = /^[A-Za-z0-9\-._~+/]+=*$/;
+const MIN_TOKEN = 16;
+const MAX_TOKEN = 1024;
+
+// What a value check throws: completes "<name> ...".
+class Problem {
+  constructor(message) {
+    this.message = message;
+  }
+}
+
+class ConfigError extends Error {
+  constructor(problems) {
+    super(problems.join('; '));
+    this.name = 'ConfigError';
+    this.code = 'ERR_HEAP_LABELS_CONFIG';
+    this.problems = problems;
+  }
+}
+
+// parse(text) for the environment, check(value) for code; both return the value or throw a
+// Problem.
+function integer(min, max) {
+  const range = `an integer in ${min}..${max}`;
+  const check = (value) => {
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      throw new Problem(`must be ${range}`);
+    }
+    return value;
+  };
+  return {
+    range,
+    check,
+    parse: (text) => {
+      if (!/^\d+$/.test(text)) throw new Problem(`must be ${range}`);
+      return check(Number(text));
+    },
+  };
+}
+
+// A writable directory, created when missing (dumps must be writable when they are needed, not
+// only found unwritable then).
+const directory = {
+  range: 'a writable directory (created if missing)',
+  check: (value) => {
+    if (typeof value !== 'string' || value.length === 0 || value.includes('\0')) {
+      throw new Problem('must be a writable directory path (created if missing)');
+    }
+    const dir = path.resolve(value);
+    try {
+      fs.mkdirSync(dir, { recursive: true });
+      if (!fs.statSync(dir).isDirectory()) throw new Error('not a directory');
+      fs.accessSync(dir, fs.constants.W_OK);
+    } catch (err) {
+      throw new Problem(`must be a writable directory (created if missing): ${err.code || err.message}`);
+    }
+    return dir;
+  },
+};
+directory.parse = directory.check;
+
+const signal = {
+  range: `one of ${SIGNALS.join(', ')} or off`,
+  check: (value) => {
+    if (value === null || value === 'off') return null;
+    if (!SIGNALS.includes(value)) throw new Problem(`must be one of ${SIGNALS.join(', ')} or off`);
+    return value;
+  },
+};
+signal.parse = signal.check;
+
+// "host:port" / "[v6]:port" -> { host, port }. The host is an IP address or localhost: a name
+// that resolves elsewhere would make "is it loopback" a guess.
+const listen = {
+  range: 'host:port with an IP address or localhost and a port in 0..65535, or off',
+  check: (value) => {
+    if (value === null || value === 'off') return null;
+    const bad = 'must be host:port with an IP address or localhost and a port in 0..65535 (e.g. 127.0.0.1:6060), or off';
+    if (typeof value !== 'string') throw new Problem(bad);
+    const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
+    if (!m) throw new Problem(bad);
+    const host = m[1] ?? m[2];
+    const port = Number(m[3]);
+    if (port > 65535) throw new Problem(bad);
+    if (host !== 'localhost' && net.isIP(host) === 0) throw new Problem(bad);
+    if (m[1] !== undefined && net.isIP(host) !== 6) throw new Problem(bad);
+    return { host, port };
+  },
+};
+listen.parse = listen.check;
+
+const token = {
+  range: `${MIN_TOKEN}..${MAX_TOKEN} characters of A-Z a-z 0-9 - . _ ~ + / (then =)`,
+  check: (value) => {
+    if (value === null) return null;
+    if (typeof value !== 'string' || value.length < MIN_TOKEN || value.length > MAX_TOKEN || !TOKEN_RE.test(value)) {
+      throw new Problem(`must be ${MIN_TOKEN}..${MAX_TOKEN} characters of A-Z a-z 0-9 - . _ ~ + / (optionally ending in =)`);
+    }
+    return value;
+  },
+};
+token.parse = token.check;
+
+// option name -> { env, kind, default (a function of nothing: the cwd is read at start) }
+const OPTIONS = Object.freeze({
+  sampleInterval: { env: 'HEAP_LABELS_SAMPLE_INTERVAL', kind: integer(1, MAX_U32), default: () => 512 * 1024 },
+  stackDepth: { env: 'HEAP_LABELS_STACK_DEPTH', kind: integer(1, 1024), default: () => 64 },
+  maxLabelSets: { env: 'HEAP_LABELS_MAX_LABEL_SETS', kind: integer(1, MAX_U32), default: () => 10000 },
+  dir: { env: 'HEAP_LABELS_DIR', kind: directory, default: () => process.cwd() },
+  keep: { env: 'HEAP_LABELS_KEEP', kind: integer(1, 100000), default: () => 10 },
+  signal: { env: 'HEAP_LABELS_SIGNAL', kind: signal, default: () => 'SIGUSR2' },
+  http: { env: 'HEAP_LABELS_HTTP', kind: listen, default: () => null },
+  token: { env: 'HEAP_LABELS_TOKEN', kind: token, default: () => null },
+  nearHeapLimit: { env: 'HEAP_LABELS_NEAR_HEAP_LIMIT', kind: integer(0, 1000), default: () => 1 },
+});
+
+function isLoopback(host) {
+  if (host === 'localhost' || host === '::1') return true;
+  return net.isIPv4(host) && host.startsWith('127.');
+}
+
+// Rules between options.
+function crossCheck(o, name) {
+  if (o.http && !isLoopback(o.http.host) && !o.token) {
+    return [
+      `${name('http')} listens on ${o.http.host}, which is not a loopback address: ` +
+        `serving heap profiles there requires ${name('token')} (clients send Authorization: Bearer <token>)`,
+    ];
+  }
+  return [];
+}
+
+// Options from the environment; throws one ConfigError naming every bad variable.
+function fromEnv(env = process.env) {
+  const problems = [];
+  const out = {};
+  for (const [key, spec] of Object.entries(OPTIONS)) {
+    const text = env[spec.env];
+    if (text === undefined || text === '') {
+      out[key] = spec.default();
+      continue;
+    }
+    try {
+      out[key] = spec.kind.parse(text);
+    } catch (problem) {
+      if (!(problem instanceof Problem)) throw problem;
+      problems.push(`${spec.env}=${JSON.stringify(text)}: ${problem.message}`);
+    }
+  }
+  if (problems.length === 0) problems.push(...crossCheck(out, (key) => OPTIONS[key].env));
+  if (problems.length) throw new ConfigError(problems);
+  return out;
+}
+
+// Options from code (startAgent): the same values, named by option.
+function fromOptions(options, where = 'startAgent') {
+  if (options === undefined) options = {};
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`heap-labels: ${where}: options must be an object`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!Object.hasOwn(OPTIONS, key)) {
+      throw new TypeError(`heap-labels: ${where}: unknown option ${JSON.stringify(key)}`);
+    }
+  }
+  const problems = [];
+  const out = {};
+  for (const [key, spec] of Object.entries(OPTIONS)) {
+    const value = options[key];
+    if (value === undefined) {
+      out[key] = spec.default();
+      continue;
+    }
+    try {
+      out[key] = spec.kind.check(value);
+    } catch (problem) {
+      if (!(problem instanceof Problem)) throw problem;
+      problems.push(`option ${key} ${problem.message}, got ${JSON.stringify(value)}`);
+    }
+  }
+  if (problems.length === 0) problems.push(...crossCheck(out, (key) => `option ${key}`));
+  if (problems.length) {
+    const err = new RangeError(`heap-labels: ${where}: ${problems.join('; ')}`);
+    err.code = 'ERR_HEAP_LABELS_CONFIG';
+    throw err;
+  }
+  return out;
+}
+
+// The table for documentation and tests: [{ option, env, accepts }].
+function describeOptions() {
+  return Object.entries(OPTIONS).map(([option, spec]) => ({ option, env: spec.env, accepts: spec.kind.range }));
+}
+
+module.exports = { fromEnv, fromOptions, describeOptions, isLoopback, ConfigError, SIGNALS };

@@ -1,0 +1,34 @@
+// Type declarations of `heap-labels/endpoint`: the heap profile over HTTP (Go's /debug/pprof/heap).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Agent } from './index';
+
+export interface HeapProfileHandlerOptions {
+  /** The agent whose session is served (default: the running agent of this thread). */
+  agent?: Agent;
+  /** Require `Authorization: Bearer <token>` (at least 16 characters). */
+  token?: string;
+}
+
+/**
+ * `(req, res)` handler serving the gzip-compressed pprof (`?gc=1`: full GC first; `?debug=1`: the text
+ * per-label table). Mount it for node:http or express, e.g. `app.get('/debug/pprof/heap', handler)`.
+ */
+export function createHeapProfileHandler(
+  options?: HeapProfileHandlerOptions,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+/** Fastify route handler: `fastify.get('/debug/pprof/heap', fastifyHeapProfile())`. */
+export function fastifyHeapProfile(
+  options?: HeapProfileHandlerOptions,
+): (request: { raw: IncomingMessage }, reply: { raw: ServerResponse; hijack(): void }) => Promise<void>;
+
+/** Koa middleware answering `path` (default `/debug/pprof/heap`): `app.use(koaHeapProfile())`. */
+export function koaHeapProfile(
+  options?: HeapProfileHandlerOptions & { path?: string },
+): (
+  ctx: { path: string; req: IncomingMessage; res: ServerResponse; respond?: boolean },
+  next: () => Promise<unknown>,
+) => Promise<unknown>;
+
+/** `/debug/pprof/heap`. */
+export const HEAP_PATH: string;

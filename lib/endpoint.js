@@ -1,0 +1,134 @@
+'use strict';
+// The heap profile over HTTP, in Go's net/http/pprof convention, so that
+//   go tool pprof http://127.0.0.1:6060/debug/pprof/heap
+// works: GET returns the gzip-compressed pprof of the agent's session; ?gc=1 runs a full garbage
+// collection first; ?debug=1 returns the text per-label table instead.
+//
+// One handler for node:http and express ((req, res)), with thin forms for fastify and koa. The
+// request chooses only among those query options: nothing in it names a file or a path.
+// With a token, requests must send `Authorization: Bearer <token>`; tokens are compared as SHA-256
+// digests with crypto.timingSafeEqual (constant time, whatever the lengths).
+
+const crypto = require('node:crypto');
+
+const HEAP_PATH = '/debug/pprof/heap';
+
+function digest(text) {
+  return crypto.createHash('sha256').update(text, 'utf8').digest();
+}
+
+// Whether the request carries the token (constant-time comparison of digests).
+function authorized(req, tokenDigest) {
+  const header = req.headers.authorization;
+  if (typeof header !== 'string') return false;
+  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  const given = digest(m ? m[1] : '');
+  // Compare even when the header is malformed, so timing does not tell which check failed.
+  return crypto.timingSafeEqual(given, tokenDigest) && m !== null;
+}
+
+// '1'/'true' -> true, '0'/'false'/absent -> false, anything else: an error message.
+function flag(params, name) {
+  const value = params.get(name);
+  if (value === null || value === '' || value === '0' || value === 'false') return false;
+  if (value === '1' || value === 'true') return true;
+  throw new RangeError(`query parameter ${name} must be 0 or 1, got ${JSON.stringify(value)}`);
+}
+
+function send(res, status, body, headers = {}) {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(status, { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', ...headers });
+  res.end(body);
+}
+
+function sendText(res, status, text, headers) {
+  send(res, status, text, { 'content-type': 'text/plain; charset=utf-8', ...headers });
+}
+
+function checkOptions(options, where, allowed = ['agent', 'token']) {
+  if (options === undefined) return {};
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new TypeError(`heap-labels: ${where}: options must be an object`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw new TypeError(`heap-labels: ${where}: unknown option ${JSON.stringify(key)}`);
+    }
+  }
+  if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length < 16)) {
+    throw new RangeError(`heap-labels: ${where}: option token must be a string of at least 16 characters`);
+  }
+  return options;
+}
+
+// (req, res) => Promise<void>: serves the heap profile for every request it is given (mount it on
+// the path you choose, e.g. app.get('/debug/pprof/heap', handler)). Options: `agent` (default:
+// the running agent of this thread, see startAgent and heap-labels/register), `token`.
+function createHeapProfileHandler(options) {
+  const { agent, token } = checkOptions(options, 'createHeapProfileHandler');
+  const tokenDigest = token === undefined ? undefined : digest(token);
+  return async function heapProfileHandler(req, res) {
+    try {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        sendText(res, 405, 'heap-labels: use GET\n', { allow: 'GET, HEAD' });
+        return;
+      }
+      if (tokenDigest !== undefined && !authorized(req, tokenDigest)) {
+        sendText(res, 401, 'heap-labels: missing or wrong bearer token\n', { 'www-authenticate': 'Bearer' });
+        return;
+      }
+      const params = new URL(req.url, 'http://localhost').searchParams;
+      let gc;
+      let debug;
+      try {
+        gc = flag(params, 'gc');
+        debug = flag(params, 'debug');
+        if (params.has('seconds')) throw new RangeError('delta profiles (?seconds=) are not supported');
+      } catch (err) {
+        sendText(res, 400, `heap-labels: ${err.message}\n`);
+        return;
+      }
+      const source = agent ?? require('./agent').currentAgent();
+      if (source === undefined || !source.running) {
+        sendText(res, 503, 'heap-labels: no profiling session runs (start one with heap-labels/register or startAgent())\n');
+        return;
+      }
+      const body = await source.profile({ format: debug ? 'summary' : 'pprof', gc, reason: 'http' });
+      const headers = debug
+        ? { 'content-type': 'text/plain; charset=utf-8' }
+        : { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="heap"' };
+      headers['content-length'] = String(Buffer.byteLength(body));
+      send(res, 200, req.method === 'HEAD' ? undefined : body, headers);
+    } catch (err) {
+      sendText(res, 500, `heap-labels: ${err.message}\n`);
+    }
+  };
+}
+
+// Fastify route handler: fastify.get('/debug/pprof/heap', fastifyHeapProfile(options)).
+function fastifyHeapProfile(options) {
+  const handler = createHeapProfileHandler(checkOptions(options, 'fastifyHeapProfile'));
+  return async function heapProfileRoute(request, reply) {
+    reply.hijack();
+    await handler(request.raw, reply.raw);
+  };
+}
+
+// Koa middleware answering `options.path` (default /debug/pprof/heap): app.use(koaHeapProfile()).
+function koaHeapProfile(options) {
+  const { path = HEAP_PATH, ...rest } = checkOptions(options, 'koaHeapProfile', ['agent', 'token', 'path']);
+  if (typeof path !== 'string' || !path.startsWith('/')) {
+    throw new TypeError('heap-labels: koaHeapProfile: option path must start with /');
+  }
+  const handler = createHeapProfileHandler(rest);
+  return async function heapProfileMiddleware(ctx, next) {
+    if (ctx.path !== path) return next();
+    ctx.respond = false;
+    await handler(ctx.req, ctx.res);
+  };
+}
+
+module.exports = { createHeapProfileHandler, fastifyHeapProfile, koaHeapProfile, HEAP_PATH };

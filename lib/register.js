@@ -1,0 +1,48 @@
+'use strict';
+// Preload: `node -r heap-labels/register app.js` or `node --import heap-labels/register app.mjs`.
+// Starts the production agent from the HEAP_LABELS_* environment variables (lib/config.js) in the
+// main thread. It never takes the app down: a bad value, a missing addon or a busy profiler is
+// reported once on stderr and the app runs unprofiled.
+
+const { isMainThread } = require('node:worker_threads');
+
+const STARTED = Symbol.for('heap-labels.register');
+
+function report(message) {
+  process.stderr.write(`heap-labels: ${message}\n`);
+}
+
+function register() {
+  // Signals and the HTTP port belong to the process: workers (which inherit -r) start nothing.
+  if (!isMainThread || globalThis[STARTED]) return;
+  globalThis[STARTED] = true;
+  let options;
+  let lib;
+  try {
+    const { fromEnv } = require('./config');
+    options = fromEnv(process.env);
+    lib = { ...require('./agent'), ...require('./capabilities') };
+  } catch (err) {
+    const problems = err.problems ? err.problems.join('\n  ') : err.message;
+    report(`not profiling, the app runs without heap profiling:\n  ${problems}`);
+    return;
+  }
+  let caps;
+  try {
+    caps = lib.capabilities();
+  } catch (err) {
+    report(`not profiling, the app runs without heap profiling: ${err.message}`);
+    return;
+  }
+  lib.startValidated(options).then(
+    (agent) => {
+      if (!caps.sampleLabels) {
+        report(`profiles carry no labels on this runtime (${caps.reasons[0] ?? 'sampleLabels unavailable'})`);
+      }
+      if (agent.address) report(`serving heap profiles at ${agent.address.url}`);
+    },
+    (err) => report(`not profiling, the app runs without heap profiling: ${err.message}`),
+  );
+}
+
+register();

@@ -1,0 +1,198 @@
+//! Dumps and served profiles: the profile is copied from V8 on the isolate thread (the only part
+//! that must run there), then the model is built, encoded (pprof, text summary) and written on a
+//! libuv worker thread, so the event loop pauses only for the copy.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use heap_labels_core::summary::{self, SummaryInfo};
+use heap_labels_core::{dump, pprof};
+use napi::bindgen_prelude::{AsyncTask, Buffer};
+use napi::{Env, Task};
+use napi_derive::napi;
+
+use crate::error::{self, Error};
+use crate::model;
+use crate::session::{self, RawRead};
+use crate::state::isolate_state;
+
+/// Per-process dump counter: the `<seq>` of the file names (two dumps in one millisecond).
+static SEQUENCE: AtomicU32 = AtomicU32::new(1);
+
+/// The next dump sequence number.
+pub fn next_sequence() -> u32 {
+    SEQUENCE.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Nanoseconds since the Unix epoch now.
+pub fn now_nanos() -> i64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(since.as_nanos()).unwrap_or(i64::MAX)
+}
+
+/// Options of `dumpProfile` (validated by lib/).
+#[napi(object)]
+pub struct NativeDumpOptions {
+    /// Why (`signal SIGUSR2`, `http`, `api`): the summary's header.
+    pub reason: String,
+    /// Whether samples can carry labels here (the summary says so when not).
+    pub labeled: bool,
+    /// Write files into this directory; absent: return the encodings instead.
+    pub dir: Option<String>,
+    /// Dumps kept in `dir` (older ones are removed); 0 keeps all.
+    pub keep: Option<u32>,
+    /// In-memory results: `pprof`, `summary` or both (default both).
+    pub pprof: Option<bool>,
+    pub summary: Option<bool>,
+}
+
+/// What a dump produced.
+#[napi(object)]
+pub struct NativeDumpResult {
+    pub pprof_path: Option<String>,
+    pub summary_path: Option<String>,
+    /// Files removed by retention.
+    pub removed: Vec<String>,
+    pub pprof: Option<Buffer>,
+    pub summary: Option<String>,
+    /// Live samples in the profile.
+    pub samples: u32,
+}
+
+enum Target {
+    Files { dir: PathBuf, keep: usize },
+    Memory { pprof: bool, summary: bool },
+}
+
+/// The off-thread part of a dump.
+pub struct DumpTask {
+    read: Option<RawRead>,
+    target: Target,
+    reason: String,
+    labeled: bool,
+    time_nanos: i64,
+}
+
+/// The result of `DumpTask::compute`, before it becomes JS values.
+pub struct DumpOutput {
+    paths: Option<dump::DumpPaths>,
+    removed: Vec<PathBuf>,
+    pprof: Option<Vec<u8>>,
+    summary: Option<String>,
+    samples: usize,
+}
+
+impl Task for DumpTask {
+    type Output = DumpOutput;
+    type JsValue = NativeDumpResult;
+
+    fn compute(&mut self) -> napi::Result<DumpOutput> {
+        let read = self
+            .read
+            .take()
+            .ok_or_else(|| napi::Error::from_reason("heap-labels: dump computed twice"))?;
+        let built = model::build_profile(read.raw, read.sample_interval, read.external);
+        let profile = &built.profile;
+        let info = SummaryInfo {
+            reason: &self.reason,
+            pid: std::process::id(),
+            time_nanos: self.time_nanos,
+            labeled: self.labeled,
+        };
+        let samples = profile.samples.len();
+        match &self.target {
+            Target::Files { dir, keep } => {
+                let pprof = pprof::encode_with(profile, &read.encode_options);
+                let text = summary::render(profile, &info);
+                let stem = dump::stem(self.time_nanos, info.pid, next_sequence(), None);
+                let paths = dump::write(dir, &stem, &pprof, &text).map_err(|e| {
+                    napi::Error::from_reason(format!(
+                        "heap-labels: could not write the dump into {}: {e}",
+                        dir.display()
+                    ))
+                })?;
+                let removed = if *keep > 0 {
+                    dump::prune(dir, *keep).unwrap_or_default()
+                } else {
+                    Vec::new()
+                };
+                Ok(DumpOutput {
+                    paths: Some(paths),
+                    removed,
+                    pprof: None,
+                    summary: None,
+                    samples,
+                })
+            }
+            Target::Memory {
+                pprof: want_pprof,
+                summary: want_summary,
+            } => Ok(DumpOutput {
+                paths: None,
+                removed: Vec::new(),
+                pprof: want_pprof.then(|| pprof::encode_with(profile, &read.encode_options)),
+                summary: want_summary.then(|| summary::render(profile, &info)),
+                samples,
+            }),
+        }
+    }
+
+    fn resolve(&mut self, _env: Env, output: DumpOutput) -> napi::Result<NativeDumpResult> {
+        let text = |p: PathBuf| p.to_string_lossy().into_owned();
+        Ok(NativeDumpResult {
+            pprof_path: output.paths.as_ref().map(|p| text(p.pprof.clone())),
+            summary_path: output.paths.map(|p| text(p.summary)),
+            removed: output.removed.into_iter().map(text).collect(),
+            pprof: output.pprof.map(Buffer::from),
+            summary: output.summary,
+            samples: u32::try_from(output.samples).unwrap_or(u32::MAX),
+        })
+    }
+}
+
+/// Signature: `(session: number, options: NativeDumpOptions) => Promise<NativeDumpResult>` -
+/// copies the running session's profile now (the event-loop pause), then encodes and writes it
+/// on a libuv worker thread.
+#[napi]
+pub fn dump_profile(
+    env: Env,
+    session: u32,
+    options: NativeDumpOptions,
+) -> napi::Result<AsyncTask<DumpTask>> {
+    let run = || -> error::Result<AsyncTask<DumpTask>> {
+        let state = isolate_state(&env)?;
+        let target = match options.dir {
+            Some(dir) => Target::Files {
+                dir: PathBuf::from(dir),
+                keep: options.keep.unwrap_or(0) as usize,
+            },
+            None => Target::Memory {
+                pprof: options.pprof.unwrap_or(true),
+                summary: options.summary.unwrap_or(true),
+            },
+        };
+        let time_nanos = now_nanos();
+        let read = session::read_raw(state, session)?;
+        Ok(AsyncTask::new(DumpTask {
+            read: Some(read),
+            target,
+            reason: options.reason,
+            labeled: options.labeled,
+            time_nanos,
+        }))
+    };
+    run().map_err(|e| e.throw(&env))
+}
+
+/// Signature: `() => void` - a full garbage collection (for `?gc=1`), without `--expose-gc`.
+#[napi]
+pub fn collect_garbage(env: Env) -> napi::Result<()> {
+    let run = || -> error::Result<()> {
+        isolate_state(&env)?.v8_mut().collect_garbage();
+        Ok(())
+    };
+    run().map_err(|e: Error| e.throw(&env))
+}

@@ -1,0 +1,37 @@
+//! Per-isolate state of the operations features (dumps, near-heap-limit profiles, per-label
+//! counters), kept apart from the profiling core in `state`.
+
+use std::sync::Arc;
+
+use heap_labels_core::{LabelRegistry, LabelSet};
+
+use crate::near_heap_limit::HeapLimitDumper;
+
+/// What the operations features keep per isolate.
+pub struct OpsState {
+    /// The set that unlabeled samples carry on the patched runtime, so that V8 releasing them is
+    /// seen and live unlabeled samples can be counted like labeled ones (`counters`). Made by a
+    /// throwaway registry: it is never interned, and cpp/ maps its word back to "unlabeled" before
+    /// any profile reaches the model.
+    pub unlabeled: Arc<LabelSet>,
+    /// The armed near-heap-limit dumper; cpp/ holds its address while armed.
+    pub dumper: Option<Arc<HeapLimitDumper>>,
+}
+
+impl OpsState {
+    pub fn new() -> Self {
+        let unlabeled = LabelRegistry::new(1)
+            .intern(Vec::new())
+            .expect("the empty label set is valid");
+        OpsState {
+            unlabeled,
+            dumper: None,
+        }
+    }
+
+    /// The word of the unlabeled-samples set (no reference transferred: `unlabeled` keeps one for
+    /// as long as the isolate state lives, longer than any session).
+    pub fn unlabeled_word(&self) -> usize {
+        LabelSet::as_word(&self.unlabeled)
+    }
+}

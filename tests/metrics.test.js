@@ -1,0 +1,215 @@
+'use strict';
+// Per-label counters without a profile (labelCounters) and the adapters that publish them: a
+// prom-client registry scraped over HTTP and an OpenTelemetry MeterProvider collected by a reader.
+// prom-client and @opentelemetry/* are devDependencies (package-lock.json), never dependencies.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const http = require('node:http');
+const { spawnSync } = require('node:child_process');
+const path = require('node:path');
+const { root } = require('./helpers');
+const hl = require('../lib');
+const { registerPrometheus } = require('heap-labels/prometheus');
+const { registerOpenTelemetry } = require('heap-labels/opentelemetry');
+
+const caps = hl.capabilities();
+const INTERVAL = 1024;
+
+// Objects retained under `labels`, allocated in a function of its own.
+function retainUnder(labels, count) {
+  return hl.withHeapProfileLabels(labels, () => {
+    const kept = [];
+    for (let i = 0; i < count; i++) kept.push({ i, text: `value-${i}`, list: [i, i] });
+    return kept;
+  });
+}
+
+const A = Object.freeze({ route: '/metrics-a', tenant: 't.1' });
+const B = Object.freeze({ route: '/metrics-b' });
+
+function groupOf(c, labels) {
+  return c.groups.find((g) => JSON.stringify(g.labels) === JSON.stringify(labels));
+}
+
+test('labelCounters: live samples per label set, external bytes and their peak since the last read', async () => {
+  const handle = hl.startHeapProfile({ sampleInterval: INTERVAL });
+  try {
+    const keptA = retainUnder(A, 30000);
+    const keptB = retainUnder(B, 10000);
+    const c = hl.labelCounters();
+    assert.equal(c.sampleInterval, INTERVAL);
+    const unlabeled = groupOf(c, {});
+    assert.ok(unlabeled, 'the unlabeled group is always there');
+    assert.equal(c.groups.at(-1), unlabeled);
+    if (caps.sampleLabels) {
+      assert.equal(c.perSetSamples, true);
+      const a = groupOf(c, A);
+      const b = groupOf(c, B);
+      assert.ok(a && b, JSON.stringify(c.groups.map((g) => g.labels)));
+      assert.equal(a.labels, hl.withHeapProfileLabels(A, hl.getHeapProfileLabels), 'the interned label object');
+      assert.equal(a.heapBytes, a.samples * INTERVAL);
+      // A retained three times what B did: the counts follow (Poisson noise is small at ~1000s).
+      const ratio = a.samples / b.samples;
+      assert.ok(ratio > 2 && ratio < 4.5, `A/B samples ${a.samples}/${b.samples}`);
+      // The counters agree with a profile read of the same heap.
+      const fromProfile = handle.getAllocationProfile().byLabel().find((g) => g.labels === a.labels);
+      assert.ok(Math.abs(fromProfile.bytes - a.heapBytes) / fromProfile.bytes < 0.2, `${fromProfile.bytes} vs ${a.heapBytes}`);
+    } else {
+      assert.equal(c.perSetSamples, false);
+      assert.equal(c.groups.length, 1, 'stock: only the unlabeled group');
+      // Stock: the whole heap (V8's used heap size), samples not counted.
+      assert.equal(unlabeled.samples, 0);
+      assert.ok(unlabeled.heapBytes > 1e6, JSON.stringify(unlabeled));
+    }
+    keptA.length = 0;
+    keptB.length = 0;
+  } finally {
+    handle.stop();
+  }
+});
+
+test('labelCounters: external bytes per label and their peak (patched runtime)', { skip: !caps.externalBytes && 'external bytes per label need the patched runtime' }, async () => {
+  const handle = hl.startHeapProfile();
+  const C = Object.freeze({ job: 'metrics-buffers' });
+  try {
+    let buffers = hl.withHeapProfileLabels(C, () => [Buffer.alloc(4 << 20), Buffer.alloc(4 << 20)]);
+    let g = groupOf(hl.labelCounters(), C);
+    assert.ok(g.externalBytes >= 8 << 20, JSON.stringify(g));
+    assert.ok(g.externalPeakBytes >= g.externalBytes);
+    buffers = undefined;
+    for (let i = 0; i < 10 && (groupOf(hl.labelCounters(), C)?.externalBytes ?? 0) > 0; i++) {
+      globalThis.gc?.();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    void buffers;
+    // The group may be gone by now; a new allocation and free within one period shows as a peak.
+    hl.withHeapProfileLabels(C, () => Buffer.alloc(2 << 20));
+    g = groupOf(hl.labelCounters(), C);
+    assert.ok(g.externalPeakBytes >= 2 << 20, JSON.stringify(g));
+  } finally {
+    handle.stop();
+  }
+});
+
+// A registry served the way an app exposes /metrics, scraped over HTTP.
+async function scrape(registry) {
+  const server = http.createServer(async (req, res) => {
+    res.setHeader('content-type', registry.contentType);
+    res.end(await registry.metrics());
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const res = await fetch(`http://127.0.0.1:${server.address().port}/metrics`);
+    assert.equal(res.status, 200);
+    return await res.text();
+  } finally {
+    server.close();
+  }
+}
+
+test('prom-client: gauges per label set with the labels as metric labels, scraped over HTTP', async () => {
+  const client = require('prom-client');
+  const registry = new client.Registry();
+  const unregister = registerPrometheus(registry);
+  const handle = hl.startHeapProfile({ sampleInterval: INTERVAL });
+  try {
+    const kept = retainUnder(A, 20000);
+    const text = await scrape(registry);
+    for (const name of ['heap_labels_heap_bytes', 'heap_labels_live_samples', 'heap_labels_external_bytes', 'heap_labels_external_peak_bytes']) {
+      assert.match(text, new RegExp(`^# TYPE ${name} gauge$`, 'm'), name);
+    }
+    const line = (metric, labels) => new RegExp(`^${metric}${labels} (\\d+(?:\\.\\d+)?(?:e\\+\\d+)?)$`, 'm');
+    const unlabeled = line('heap_labels_heap_bytes', '').exec(text);
+    assert.ok(unlabeled, text);
+    if (caps.sampleLabels) {
+      const a = line('heap_labels_live_samples', '\\{route="/metrics-a",tenant="t\\.1"\\}').exec(text);
+      assert.ok(a && Number(a[1]) > 100, text);
+      const bytes = line('heap_labels_heap_bytes', '\\{route="/metrics-a",tenant="t\\.1"\\}').exec(text);
+      assert.equal(Number(bytes[1]), Number(a[1]) * INTERVAL);
+    } else {
+      assert.ok(Number(unlabeled[1]) > 1e6, text);
+      assert.doesNotMatch(text, /route=/);
+    }
+    kept.length = 0;
+    unregister();
+    assert.doesNotMatch(await registry.metrics(), /heap_labels_/);
+  } finally {
+    handle.stop();
+  }
+});
+
+test('prom-client: label keys that are not valid Prometheus names are made valid', async () => {
+  const client = require('prom-client');
+  const registry = new client.Registry();
+  const unregister = registerPrometheus(registry, { prefix: 'app_heap_' });
+  const handle = hl.startHeapProfile({ sampleInterval: INTERVAL });
+  try {
+    const kept = retainUnder({ 'http.route': '/x', '1st': 'y' }, 20000);
+    const text = await registry.metrics();
+    assert.match(text, /^# TYPE app_heap_heap_bytes gauge$/m);
+    if (caps.sampleLabels) assert.match(text, /^app_heap_live_samples\{_1st="y",http_route="\/x"\} \d+$/m);
+    kept.length = 0;
+  } finally {
+    unregister();
+    handle.stop();
+  }
+  assert.throws(() => registerPrometheus({}), /must be a prom-client Registry/);
+  assert.throws(() => registerPrometheus(new client.Registry(), { prefix: 'bad prefix' }), /prefix must match/);
+});
+
+test('OpenTelemetry: observable gauges with the labels as attributes, collected by a MetricReader', async () => {
+  const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics');
+  class TestReader extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  const reader = new TestReader();
+  const provider = new MeterProvider({ readers: [reader] });
+  const unregister = registerOpenTelemetry(provider.getMeter('heap-labels-test'));
+  const handle = hl.startHeapProfile({ sampleInterval: INTERVAL });
+  try {
+    const kept = retainUnder(B, 20000);
+    const { resourceMetrics, errors } = await reader.collect();
+    assert.deepEqual(errors, []);
+    const metrics = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics);
+    const byName = Object.fromEntries(metrics.map((m) => [m.descriptor.name, m]));
+    for (const name of ['heap_labels.heap_bytes', 'heap_labels.live_samples', 'heap_labels.external_bytes', 'heap_labels.external_peak_bytes']) {
+      assert.ok(byName[name], `${name} in ${Object.keys(byName)}`);
+    }
+    assert.equal(byName['heap_labels.heap_bytes'].descriptor.unit, 'By');
+    const points = byName['heap_labels.live_samples'].dataPoints;
+    const unlabeled = points.find((p) => Object.keys(p.attributes).length === 0);
+    assert.ok(unlabeled, 'the unlabeled group');
+    if (caps.sampleLabels) {
+      const b = points.find((p) => p.attributes.route === '/metrics-b');
+      assert.ok(b && b.value > 100, JSON.stringify(points));
+      const bytes = byName['heap_labels.heap_bytes'].dataPoints.find((p) => p.attributes.route === '/metrics-b');
+      assert.equal(bytes.value, b.value * INTERVAL);
+    } else {
+      const heap = byName['heap_labels.heap_bytes'].dataPoints.find((p) => Object.keys(p.attributes).length === 0);
+      assert.ok(heap.value > 1e6, JSON.stringify(heap));
+    }
+    kept.length = 0;
+    unregister();
+  } finally {
+    handle.stop();
+    await provider.shutdown();
+  }
+  assert.throws(() => registerOpenTelemetry({}), /must be an OpenTelemetry Meter/);
+});
+
+test('the adapters do not make prom-client or OpenTelemetry runtime dependencies', () => {
+  const pkg = require(path.join(root, 'package.json'));
+  for (const name of ['prom-client', '@opentelemetry/api', '@opentelemetry/sdk-metrics']) {
+    assert.ok(pkg.devDependencies[name], `${name} is a devDependency`);
+    assert.equal(pkg.dependencies?.[name], undefined);
+  }
+  // Loading the adapters pulls in neither package.
+  const r = spawnSync(process.execPath, ['-e', `
+    require('heap-labels/prometheus'); require('heap-labels/opentelemetry');
+    const loaded = Object.keys(require.cache).filter((f) => /node_modules/.test(f));
+    console.log(JSON.stringify(loaded));`], { cwd: root, encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), []);
+});
