@@ -130,7 +130,7 @@ function checkPair(key, descriptor, where) {
   if (!key.isWellFormed()) {
     throw new TypeError(`heap-labels: ${where}: label key ${quote(key)} is not well-formed Unicode`);
   }
-  if (key.startsWith(RESERVED_PREFIX) || key === '__proto__') {
+  if (isReservedKey(key)) {
     throw new TypeError(`heap-labels: ${where}: label key ${quote(key)} is reserved: ${reservedReason(key)}`);
   }
   const valueBytes = utf8Length(value, MAX_VALUE_BYTES);
@@ -146,6 +146,12 @@ function checkPair(key, descriptor, where) {
     );
   }
   return value;
+}
+
+// The first character is tested first: this runs for every key of every fresh label object.
+function isReservedKey(key) {
+  const first = key.charCodeAt(0);
+  return (first === 0x68 /* h */ && key.startsWith(RESERVED_PREFIX)) || (first === 0x5f /* _ */ && key === '__proto__');
 }
 
 function reservedReason(key) {
