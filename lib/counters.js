@@ -8,10 +8,12 @@ const { internPairs } = require('./labels');
 
 const UNLABELED = internPairs([], []);
 
-// Label-set id -> WeakRef(interned frozen labels). Ids are never reused, so an entry is right for
-// as long as the set lives. Weak: a label object keeps its label holder, and the holder its set,
-// alive; a strong cache would keep every set it ever saw in the table.
+// Label-set id -> WeakRef(interned frozen labels). The registry gives the ids of pruned sets to new
+// sets, so the cache is right only while the registry's count of reused ids stays the same: a
+// read that sees it change starts over. Weak: a strong cache would keep every set it ever saw in
+// the table.
 const labelsById = new Map();
+let idReusesSeen = -1;
 
 // The labels of each id (undefined for sets pruned meanwhile), fetching the pairs of ids not cached.
 function labelsOf(ids) {
@@ -46,6 +48,10 @@ function labelsOf(ids) {
 function counters() {
   const c = native.labelCounters();
   const { ids, samples, externalBytes, externalPeakBytes } = c;
+  if (c.idReuses !== idReusesSeen) {
+    labelsById.clear();
+    idReusesSeen = c.idReuses;
+  }
   const labelsList = labelsOf(ids);
   const interval = c.sampleInterval;
   const groups = [];

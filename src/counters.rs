@@ -47,6 +47,9 @@ pub struct NativeCounters {
     pub unlabeled_heap_bytes: f64,
     pub unlabeled_external_bytes: f64,
     pub unlabeled_external_peak_bytes: f64,
+    /// The registry's count of reused ids (`LabelRegistry::id_reuses`): lib/ drops its id -> labels
+    /// cache when it changes, since an id may then name another set.
+    pub id_reuses: f64,
 }
 
 fn sample_labels_available() -> bool {
@@ -105,6 +108,7 @@ pub fn label_counters(env: Env) -> napi::Result<NativeCounters> {
             unlabeled_heap_bytes,
             unlabeled_external_bytes: unlabeled_external as f64,
             unlabeled_external_peak_bytes: unlabeled_peak as f64,
+            id_reuses: state.registry.id_reuses() as f64,
         })
     };
     run().map_err(|e| e.throw(&env))

@@ -14,7 +14,7 @@
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use dashmap::DashMap;
@@ -304,6 +304,9 @@ pub struct LabelRegistry {
     /// Ids of pruned sets. Taken under a `by_hash` shard lock (intern), filled by `prune` after its
     /// walk; never touched from V8 callbacks.
     free_ids: Mutex<Vec<u32>>,
+    /// How many times an id of a pruned set went to a new set: a cache of id -> labels outside
+    /// the registry is valid only while this stays the same.
+    id_reuses: AtomicU64,
     /// Sets created since the last prune (drives [`LabelRegistry::prune_if_due`]).
     created_since_prune: AtomicUsize,
     /// Interns answered with the overflow set since the last prune.
@@ -334,6 +337,7 @@ impl LabelRegistry {
             max_sets: AtomicUsize::new(max_sets),
             next_id: AtomicU32::new(first_id),
             free_ids: Mutex::new(Vec::new()),
+            id_reuses: AtomicU64::new(0),
             created_since_prune: AtomicUsize::new(0),
             overflowed_since_prune: AtomicUsize::new(0),
             overflow: Arc::new(overflow),
@@ -437,6 +441,12 @@ impl LabelRegistry {
         id
     }
 
+    /// How many ids of pruned sets were given to new sets so far: while it is unchanged, an id
+    /// still names the set (and labels) it named before.
+    pub fn id_reuses(&self) -> u64 {
+        self.id_reuses.load(Ordering::Acquire)
+    }
+
     /// A free id: one of a pruned set first, else the next never-used one.
     fn take_id(&self) -> Option<u32> {
         let reused = self
@@ -444,6 +454,9 @@ impl LabelRegistry {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
+        if reused.is_some() {
+            self.id_reuses.fetch_add(1, Ordering::Release);
+        }
         reused.or_else(|| {
             self.next_id
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| {
@@ -920,9 +933,12 @@ mod tests {
         let mut sets = sets;
         drop(sets.remove(1));
         assert_eq!(reg.prune(), 1);
+        assert_eq!(reg.id_reuses(), 0);
         let new = reg.intern(p(&[("k", "new")])).unwrap();
         assert!(!new.is_overflow());
         assert_eq!(new.id(), freed);
+        // Caches of id -> labels outside the registry learn that an id changed meaning.
+        assert_eq!(reg.id_reuses(), 1);
         assert!(Arc::ptr_eq(&reg.by_id(freed).unwrap(), &new));
         drop(new);
         assert_eq!(reg.prune(), 1);
