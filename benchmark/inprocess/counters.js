@@ -7,11 +7,10 @@
 // One child process per runtime: a session samples at `interval` (default 512 KiB, as in
 // production: a tiny interval would make every allocation of the read itself a sample) while `sets`
 // label sets each retain small objects and an 8 KiB Buffer (on the patched runtime the Buffer's
-// external bytes give every set a row), then labelCounters() runs `calls` times. Reported: the median and p90 of one call, split
-// into the native read (native.labelCounters: a pass over the sets, typed-array columns) and the
-// JS rows; the rows per call. On stock runtimes samples carry no labels: counters() has one
-// unlabeled group and counts it with a profile read (no per-set counting without the patched
-// runtime's capture callback), which the table shows separately.
+// external bytes give every set a row), then labelCounters() runs `calls` times. Reported: the
+// median and p90 of one call, split into the native read (native.labelCounters: a pass over the
+// sets, typed-array columns) and the JS rows; the rows per call. On stock runtimes samples carry
+// no labels: one row (the unlabeled group, V8's used heap size), but the same pass over the sets.
 
 const c = require('./common');
 
@@ -73,7 +72,7 @@ function parent(args) {
   out.push('');
   out.push(
     `${sets} label sets, each retaining 40 small objects and an 8 KiB Buffer, sampleInterval ${interval} B; ${calls} calls after 20 warm-up ` +
-      'calls; one call (median, p90). On stock runtimes the unlabeled group is counted with a profile read.',
+      'calls; one call (median, p90). On stock runtimes there is one row (the unlabeled group: V8's used heap size).',
   );
   out.push('');
   out.push(c.table(['runtime', 'label sets', 'rows per call', 'labelCounters()', 'of which native read'], rows));
