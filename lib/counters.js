@@ -8,34 +8,44 @@ const { internPairs } = require('./labels');
 
 const UNLABELED = internPairs([], []);
 
-// Label-set id -> WeakRef(interned frozen labels). The registry gives the ids of pruned sets to new
-// sets, so the cache is right only while the registry's count of reused ids stays the same: a
-// read that sees it change starts over. Weak: a strong cache would keep every set it ever saw in
-// the table.
+// Label-set id -> { labels, read }: the interned frozen labels of the sets of recent reads. The
+// registry gives the ids of pruned sets to new sets, so an entry is right only while the registry's
+// count of reused ids stays the same: a read that sees it change starts over. The cache holds only
+// the sets of the latest read (an entry not seen in a read is dropped by that read) and is emptied
+// when no read came for a minute.
 const labelsById = new Map();
+let reads = 0;
 let idReusesSeen = -1;
+const idle = setTimeout(() => labelsById.clear(), 60_000);
+idle.unref();
 
 // The labels of each id (undefined for sets pruned meanwhile), fetching the pairs of ids not cached.
 function labelsOf(ids) {
+  const read = ++reads;
+  idle.refresh();
   const out = new Array(ids.length);
   let missing;
   for (let i = 0; i < ids.length; i++) {
-    out[i] = labelsById.get(ids[i])?.deref();
-    if (out[i] === undefined) (missing ??= []).push(i);
+    const entry = labelsById.get(ids[i]);
+    if (entry === undefined) {
+      (missing ??= []).push(i);
+    } else {
+      entry.read = read;
+      out[i] = entry.labels;
+    }
   }
   if (missing !== undefined) {
     const fetched = new Map();
     for (const set of native.labelSetPairs(Uint32Array.from(missing, (i) => ids[i]))) {
       const labels = internPairs(set.keys, set.values);
       fetched.set(set.id, labels);
-      labelsById.set(set.id, new WeakRef(labels));
+      labelsById.set(set.id, { labels, read });
     }
     for (const i of missing) out[i] = fetched.get(ids[i]);
   }
-  // Keep the cache to the sets of this read once it has grown well past them.
-  if (labelsById.size > 2 * ids.length + 64) {
-    const seen = new Set(ids);
-    for (const id of labelsById.keys()) if (!seen.has(id)) labelsById.delete(id);
+  // Entries of sets that left (the cache is larger than this read): drop them.
+  if (labelsById.size > ids.length) {
+    for (const [id, entry] of labelsById) if (entry.read !== read) labelsById.delete(id);
   }
   return out;
 }
@@ -47,11 +57,11 @@ function labelsOf(ids) {
 // used heap size and its samples 0.
 function counters() {
   const c = native.labelCounters();
-  const { ids, samples, externalBytes, externalPeakBytes } = c;
   if (c.idReuses !== idReusesSeen) {
     labelsById.clear();
     idReusesSeen = c.idReuses;
   }
+  const { ids, samples, externalBytes, externalPeakBytes } = c;
   const labelsList = labelsOf(ids);
   const interval = c.sampleInterval;
   const groups = [];

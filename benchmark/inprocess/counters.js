@@ -4,13 +4,13 @@
 //   node benchmark/inprocess/counters.js [--runtime stock=/path/node --runtime patched=/path/node]
 //        [--quick] [--sets 10000] [--calls 300] [--interval 512]
 //
-// One child process per runtime: a session samples at `interval` while `sets` label sets each
-// retain a few KiB of objects (so that on the patched runtime every set has live samples and a
-// row), then labelCounters() runs `calls` times. Reported: the median and p90 of one call, split
-// into the native read (native.labelCounters: a pass over the sets, typed-array columns) and the
-// JS rows; the rows per call. On stock runtimes samples carry no labels: counters() has one
-// unlabeled group and counts it with a profile read (no per-set counting without the patched
-// runtime's capture callback), which the table shows separately.
+// One child process per runtime: a session samples at `interval` (default 512 KiB, as in
+// production: a tiny interval would make every allocation of the read itself a sample) while `sets`
+// label sets each retain small objects and an 8 KiB Buffer (on the patched runtime the Buffer's
+// external bytes give every set a row), then labelCounters() runs `calls` times. Reported: the
+// median and p90 of one call, split into the native read (native.labelCounters: a pass over the
+// sets, typed-array columns) and the JS rows; the rows per call. On stock runtimes samples carry
+// no labels: one row (the unlabeled group, V8's used heap size), but the same pass over the sets.
 
 const c = require('./common');
 
@@ -23,6 +23,7 @@ async function child(args) {
   for (let i = 0; i < sets; i++) {
     hl.withHeapProfileLabels({ route: `/route/${i}`, tenant: `t${i % 97}` }, () => {
       for (let j = 0; j < 40; j++) kept.push({ i, j, s: null, t: null });
+      kept.push(Buffer.alloc(8192)); // external bytes: a row per set on the patched runtime
     });
   }
   globalThis.gc();
@@ -50,7 +51,7 @@ function parent(args) {
   const quick = Boolean(args.quick);
   const sets = Number(args.sets || (quick ? 1000 : 10_000));
   const calls = Number(args.calls || (quick ? 20 : 300));
-  const interval = Number(args.interval || 512);
+  const interval = Number(args.interval || 512 * 1024);
   const runtimes = c.runtimesFrom(args.runtime);
   const rows = [];
   for (const rt of runtimes) {
@@ -70,8 +71,8 @@ function parent(args) {
   out.push('### labelCounters() at 10k label sets');
   out.push('');
   out.push(
-    `${sets} label sets, each retaining 40 small objects, sampleInterval ${interval} B; ${calls} calls after 20 warm-up ` +
-      'calls; one call (median, p90). On stock runtimes the unlabeled group is counted with a profile read.',
+    `${sets} label sets, each retaining 40 small objects and an 8 KiB Buffer, sampleInterval ${interval} B; ${calls} calls after 20 warm-up ` +
+      'calls; one call (median, p90). On stock runtimes there is one row (the unlabeled group: V8's used heap size).',
   );
   out.push('');
   out.push(c.table(['runtime', 'label sets', 'rows per call', 'labelCounters()', 'of which native read'], rows));
