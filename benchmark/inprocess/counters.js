@@ -72,7 +72,7 @@ function parent(args) {
   out.push('');
   out.push(
     `${sets} label sets, each retaining 40 small objects and an 8 KiB Buffer, sampleInterval ${interval} B; ${calls} calls after 20 warm-up ` +
-      'calls; one call (median, p90). On stock runtimes there is one row (the unlabeled group: V8's used heap size).',
+      "calls; one call (median, p90). On stock runtimes there is one row (the unlabeled group: V8's used heap size).",
   );
   out.push('');
   out.push(c.table(['runtime', 'label sets', 'rows per call', 'labelCounters()', 'of which native read'], rows));
