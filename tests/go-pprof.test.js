@@ -15,7 +15,7 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { runFixture, treeNodes } = require('./helpers');
+const { runFixture, treeNodes, goEnv: makeGoEnv } = require('./helpers');
 
 const GO_MISSING =
   '`go` is not on PATH: these tests read the pprof output with `go tool pprof` from the Debian ' +
@@ -24,17 +24,7 @@ const GO_MISSING =
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-go-pprof-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
 
-// go writes caches and settings under HOME/GOCACHE: keep them in the temporary directory.
-const goEnv = {
-  ...process.env,
-  HOME: path.join(tmp, 'home'),
-  GOCACHE: path.join(tmp, 'gocache'),
-  GOPATH: path.join(tmp, 'gopath'),
-  PPROF_TMPDIR: path.join(tmp, 'pprof'),
-  GOFLAGS: '',
-  GOTOOLCHAIN: 'local',
-};
-fs.mkdirSync(goEnv.HOME);
+const goEnv = makeGoEnv(tmp);
 
 // Runs `go tool pprof <args>` and returns { stdout, stderr }; fails the test when go is missing or
 // pprof exits non-zero.

@@ -170,8 +170,26 @@ function decodePprof(gz) {
   };
 }
 
+// The environment for running `go` (go tool pprof) in a test: its caches and settings go under
+// `dir` (a test's temporary directory), not the user's home; no module downloads or toolchain
+// switches.
+function goEnv(dir) {
+  const env = {
+    ...process.env,
+    HOME: path.join(dir, 'home'),
+    GOCACHE: path.join(dir, 'gocache'),
+    GOPATH: path.join(dir, 'gopath'),
+    PPROF_TMPDIR: path.join(dir, 'pprof'),
+    GOFLAGS: '',
+    GOTOOLCHAIN: 'local',
+  };
+  require('node:fs').mkdirSync(env.HOME, { recursive: true });
+  return env;
+}
+
 module.exports = {
   root,
+  goEnv,
   libPath,
   runFixture,
   expectedAsyncContextFrame,

@@ -14,7 +14,7 @@ const fs = require('node:fs');
 const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const { root, decodePprof, sleep } = require('./helpers');
+const { root, decodePprof, sleep, goEnv: makeGoEnv } = require('./helpers');
 const hl = require('../lib');
 
 const labeled = hl.capabilities().sampleLabels;
@@ -95,16 +95,7 @@ async function request(port, route, n) {
 
 // --- go tool pprof (Debian's golang-go, installed by the test setup) ----------------------------
 
-const goEnv = {
-  ...process.env,
-  HOME: path.join(tmp, 'home'),
-  GOCACHE: path.join(tmp, 'gocache'),
-  GOPATH: path.join(tmp, 'gopath'),
-  PPROF_TMPDIR: path.join(tmp, 'pprof'),
-  GOFLAGS: '',
-  GOTOOLCHAIN: 'local',
-};
-fs.mkdirSync(goEnv.HOME);
+const goEnv = makeGoEnv(tmp);
 
 function goPprof(...args) {
   return new Promise((resolve, reject) => {
