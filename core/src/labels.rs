@@ -662,6 +662,27 @@ impl LabelSet {
         }
     }
 
+    /// Takes over the reference [`capture_sample_word`](Self::capture_sample_word) took, for a
+    /// sample V8 reports dead: the sample no longer counts as live, and its reference goes on to
+    /// the allocation totals ([`crate::allocations`]).
+    ///
+    /// Runs from V8's GC weak callbacks: one atomic decrement, nothing else.
+    ///
+    /// # Safety
+    /// As for [`from_word`](Self::from_word).
+    #[inline]
+    pub unsafe fn adopt_dead_sample_word(word: usize) -> Arc<LabelSet> {
+        // SAFETY: the word owns its reference (caller's guarantee), so the set is alive while the
+        // counter is updated, and `from_word` adopts that reference.
+        unsafe {
+            Self::word_as_ref(word)
+                .counters
+                .live_samples
+                .fetch_sub(1, Ordering::Relaxed);
+            Self::from_word(word)
+        }
+    }
+
     /// Gives back a reference taken by [`capture_sample_word`](Self::capture_sample_word) when V8
     /// drops the sample.
     ///

@@ -4,6 +4,7 @@
 //!
 //! - [`labels`]: [`LabelSet`] and the per-isolate [`LabelRegistry`] that interns them, plus the
 //!   word helpers that carry a set across the V8 boundary as one strong reference;
+//! - [`allocations`]: [`DeadSampleTotals`], allocated bytes per (site, label set) as samples die;
 //! - [`external`]: [`ExternalCounters`], lock-free accounting of ArrayBuffer bytes per label set;
 //! - [`block_words`]: [`BlockWords`], the lock-free block address -> label word table beside it;
 //! - [`profile`]: the heap [`Profile`] model, V8's sample scaling ([`Profile::estimate`]) and
@@ -15,6 +16,7 @@
 //!
 //! See `docs/architecture.md` for how the addon uses it.
 
+pub mod allocations;
 pub mod block_words;
 pub mod dump;
 pub mod error;
@@ -25,6 +27,7 @@ pub mod pprof;
 pub mod profile;
 pub mod summary;
 
+pub use allocations::{AllocatedGroup, DeadSampleTotals, DeadSnapshot, OTHER_SITES_NODE};
 pub use block_words::BlockWords;
 pub use error::{LabelError, Result};
 pub use external::{ExternalCounters, ExternalSnapshot};
@@ -33,4 +36,6 @@ pub use labels::{
     MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE,
     PRUNE_MIN_CREATED, PRUNE_OVERFLOWED, RESERVED_KEY_PREFIX,
 };
-pub use profile::{CallFrame, GroupLabels, LabelGroup, NodeIndex, Profile, ProfileNode, Sample};
+pub use profile::{
+    Allocations, CallFrame, GroupLabels, LabelGroup, NodeIndex, Profile, ProfileNode, Sample,
+};

@@ -7,6 +7,7 @@
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
+use crate::allocations::AllocatedGroup;
 use crate::labels::LabelSet;
 
 /// Where a node's function is, as V8's `AllocationProfile::Node` gives it.
@@ -62,6 +63,17 @@ pub struct Profile {
     pub external: Vec<(Arc<LabelSet>, i64)>,
     /// External bytes allocated without labels at read time.
     pub unlabeled_external: i64,
+    /// What the window allocated, live or dead; `None` when the runtime cannot report dead
+    /// samples (only the live heap is known then).
+    pub allocations: Option<Allocations>,
+}
+
+/// The allocation window of a read: the dead samples' groups (see [`crate::allocations`]), and
+/// the sample id after which live samples were allocated in the window.
+#[derive(Debug, Clone, Default)]
+pub struct Allocations {
+    pub dead: Vec<AllocatedGroup>,
+    pub window_start: u64,
 }
 
 /// What a [`LabelGroup`] is keyed by.
@@ -101,6 +113,10 @@ pub struct LabelGroup {
     pub external_bytes: i64,
     /// Number of samples in the group.
     pub samples: usize,
+    /// Estimated bytes and objects the group allocated in the profile's allocation window, live
+    /// or dead (0 when the profile has no [`Allocations`]).
+    pub allocated_bytes: f64,
+    pub allocated_objects: f64,
 }
 
 impl Profile {
@@ -157,6 +173,14 @@ impl Profile {
         Self::estimate_objects(sample.size, sample.count, self.sample_interval)
     }
 
+    /// Whether live sample `sample` was allocated in the allocation window (always false without
+    /// [`Allocations`]).
+    pub fn allocated_in_window(&self, sample: &Sample) -> bool {
+        self.allocations
+            .as_ref()
+            .is_some_and(|a| sample.sample_id > a.window_start)
+    }
+
     /// Estimated live heap bytes of the whole profile.
     pub fn estimated_bytes(&self) -> f64 {
         self.samples.iter().map(|s| self.sample_bytes(s)).sum()
@@ -208,7 +232,8 @@ impl Profile {
     /// key. The overflow set is a group of its own in both modes (it stands for sets that did not
     /// fit, not for samples without the key). External bytes join the
     /// group of their set (or of their set's value for `key`), also when that group has no sample.
-    /// Sorted by estimated heap bytes, largest first; ties by external bytes, then by label order.
+    /// Sorted by estimated heap bytes, largest first; ties by allocated bytes, then external bytes,
+    /// then label order.
     pub fn by_label(&self, key: Option<&str>) -> Vec<LabelGroup> {
         let mut grouper = Grouper {
             key,
@@ -223,6 +248,15 @@ impl Profile {
             group.bytes += self.sample_bytes(sample);
             group.objects += self.sample_objects(sample);
             group.samples += 1;
+            if self.allocated_in_window(sample) {
+                group.allocated_bytes += self.sample_bytes(sample);
+                group.allocated_objects += self.sample_objects(sample);
+            }
+        }
+        for dead in self.allocations.iter().flat_map(|a| &a.dead) {
+            let g = grouper.slot(dead.labels.as_ref());
+            grouper.groups[g].allocated_bytes += dead.bytes;
+            grouper.groups[g].allocated_objects += dead.objects;
         }
         for (set, bytes) in &self.external {
             let g = grouper.slot(Some(set));
@@ -236,6 +270,7 @@ impl Profile {
         groups.sort_by(|a, b| {
             b.bytes
                 .total_cmp(&a.bytes)
+                .then(b.allocated_bytes.total_cmp(&a.allocated_bytes))
                 .then(b.external_bytes.cmp(&a.external_bytes))
                 .then_with(|| label_order(&a.labels).cmp(&label_order(&b.labels)))
         });
@@ -271,6 +306,8 @@ impl<'p> Grouper<'p, '_> {
             objects: 0.0,
             external_bytes: 0,
             samples: 0,
+            allocated_bytes: 0.0,
+            allocated_objects: 0.0,
         });
         self.groups.len() - 1
     }

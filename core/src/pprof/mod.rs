@@ -1,12 +1,14 @@
 //! pprof output: gzip-compressed `profile.proto`, readable by `go tool pprof` and most profilers.
 //!
 //! Layout (the usual one for heap profiles):
-//! - sample types `inuse_objects/count` and `inuse_space/bytes` (the default), `period_type`
-//!   `space/bytes`, `period` = the sampling interval;
+//! - sample types `inuse_objects/count` and `inuse_space/bytes` (the default), preceded by
+//!   `alloc_objects/count` and `alloc_space/bytes` when the profile has allocation figures (Go's
+//!   four heap types, in Go's order); `period_type` `space/bytes`, `period` = the sampling interval;
 //! - one [`Location`](proto::Location) per profile node (id = node index + 1) with one
 //!   [`Line`](proto::Line); functions deduplicated by (name, url, line), anonymous functions named
 //!   `(anonymous)` as DevTools shows them;
-//! - one sample per distinct (node, label set), values = unsampled estimates rounded to integers,
+//! - one sample per distinct (node, label set), values = unsampled estimates rounded to integers
+//!   (dead samples' groups add to the allocated values only; "other sites" has no location),
 //!   locations leaf first without the `(root)` node, each label pair as a string label.
 
 pub mod proto;
@@ -84,10 +86,15 @@ pub fn build(profile: &Profile, options: &EncodeOptions) -> proto::Profile {
         r#type: strings.intern(ty),
         unit: strings.intern(unit),
     };
-    let sample_type = vec![
-        value_type(&mut strings, "inuse_objects", "count"),
-        value_type(&mut strings, "inuse_space", "bytes"),
-    ];
+    // Go's heap profile types; the allocated pair only when the runtime reports dead samples.
+    let with_allocations = profile.allocations.is_some();
+    let mut sample_type = Vec::with_capacity(4);
+    if with_allocations {
+        sample_type.push(value_type(&mut strings, "alloc_objects", "count"));
+        sample_type.push(value_type(&mut strings, "alloc_space", "bytes"));
+    }
+    sample_type.push(value_type(&mut strings, "inuse_objects", "count"));
+    sample_type.push(value_type(&mut strings, "inuse_space", "bytes"));
     let period_type = value_type(&mut strings, "space", "bytes");
     let default_sample_type = strings.intern("inuse_space");
 
@@ -131,9 +138,12 @@ pub fn build(profile: &Profile, options: &EncodeOptions) -> proto::Profile {
     }
 
     // Samples: merge by (node, label set); values summed as floats, rounded once.
+    #[derive(Default)]
     struct Acc {
         node: Option<usize>,
         labels: Option<usize>, // index into `label_lists`
+        alloc_objects: f64,
+        alloc_bytes: f64,
         objects: f64,
         bytes: f64,
     }
@@ -142,29 +152,46 @@ pub fn build(profile: &Profile, options: &EncodeOptions) -> proto::Profile {
     let mut acc_index: FxHashMap<(Option<usize>, usize), usize> = FxHashMap::default();
     let mut label_lists: Vec<Vec<proto::Label>> = Vec::new();
     let mut label_list_of: FxHashMap<usize, usize> = FxHashMap::default();
-    for sample in &profile.samples {
-        let node = nodes.get(sample.node_id);
-        let set_addr = sample
-            .labels
-            .as_ref()
-            .map_or(0, |s| std::sync::Arc::as_ptr(s) as usize);
-        let labels = sample.labels.as_deref().map(|set| {
+    let mut slot_of = |node_id: u32, set: Option<&std::sync::Arc<LabelSet>>| {
+        let node = nodes.get(node_id);
+        let set_addr = set.map_or(0, |s| std::sync::Arc::as_ptr(s) as usize);
+        let labels = set.map(|set| {
             *label_list_of.entry(set_addr).or_insert_with(|| {
                 label_lists.push(labels_of(set, &mut strings));
                 label_lists.len() - 1
             })
         });
-        let slot = *acc_index.entry((node, set_addr)).or_insert_with(|| {
+        *acc_index.entry((node, set_addr)).or_insert_with(|| {
             accs.push(Acc {
                 node,
                 labels,
-                objects: 0.0,
-                bytes: 0.0,
+                ..Acc::default()
             });
             accs.len() - 1
-        });
-        accs[slot].objects += profile.sample_objects(sample);
-        accs[slot].bytes += profile.sample_bytes(sample);
+        })
+    };
+    let mut slots = Vec::with_capacity(profile.samples.len());
+    for sample in &profile.samples {
+        slots.push(slot_of(sample.node_id, sample.labels.as_ref()));
+    }
+    let dead = profile.allocations.iter().flat_map(|a| &a.dead);
+    let dead_slots: Vec<usize> = dead
+        .clone()
+        .map(|g| slot_of(g.node_id, g.labels.as_ref()))
+        .collect();
+    for (sample, &slot) in profile.samples.iter().zip(&slots) {
+        let (objects, bytes) = (profile.sample_objects(sample), profile.sample_bytes(sample));
+        let acc = &mut accs[slot];
+        acc.objects += objects;
+        acc.bytes += bytes;
+        if profile.allocated_in_window(sample) {
+            acc.alloc_objects += objects;
+            acc.alloc_bytes += bytes;
+        }
+    }
+    for (group, &slot) in dead.zip(&dead_slots) {
+        accs[slot].alloc_objects += group.objects;
+        accs[slot].alloc_bytes += group.bytes;
     }
     // Stacks of the sampled nodes, computed once per node.
     let mut stacks: Vec<Option<Vec<u64>>> = vec![None; profile.nodes.len()];
@@ -176,7 +203,16 @@ pub fn build(profile: &Profile, options: &EncodeOptions) -> proto::Profile {
                     .get_or_insert_with(|| location_ids(profile, n))
                     .clone()
             }),
-            value: vec![acc.objects.round() as i64, acc.bytes.round() as i64],
+            value: if with_allocations {
+                vec![
+                    acc.alloc_objects.round() as i64,
+                    acc.alloc_bytes.round() as i64,
+                    acc.objects.round() as i64,
+                    acc.bytes.round() as i64,
+                ]
+            } else {
+                vec![acc.objects.round() as i64, acc.bytes.round() as i64]
+            },
             label: acc.labels.map_or_else(Vec::new, |l| label_lists[l].clone()),
         })
         .collect();
@@ -231,7 +267,7 @@ fn location_ids(profile: &Profile, node: usize) -> Vec<u64> {
 mod tests {
     use super::*;
     use crate::labels::LabelRegistry;
-    use crate::profile::{CallFrame, Sample};
+    use crate::profile::{CallFrame, GroupLabels, Sample};
     use flate2::read::GzDecoder;
     use std::io::Read;
     use std::sync::Arc;
@@ -281,6 +317,85 @@ mod tests {
         let mut raw = Vec::new();
         GzDecoder::new(bytes).read_to_end(&mut raw).unwrap();
         proto::Profile::decode(raw.as_slice()).unwrap()
+    }
+
+    #[test]
+    fn allocation_figures_add_go_s_alloc_types_before_the_inuse_ones() {
+        let (mut p, reg) = sample_profile();
+        let a = p.samples[0].labels.clone().unwrap();
+        let b = reg.intern(vec![("route".into(), "/b".into())]).unwrap();
+        // Samples 1 and 2 predate the window; 3 and 4 were allocated in it. Route /b allocated
+        // at node 3 and kept nothing; one dead group lost its site.
+        p.allocations = Some(crate::profile::Allocations {
+            dead: vec![
+                crate::AllocatedGroup {
+                    node_id: 3,
+                    labels: Some(Arc::clone(&b)),
+                    objects: 10.0,
+                    bytes: 1000.0,
+                },
+                crate::AllocatedGroup {
+                    node_id: crate::OTHER_SITES_NODE,
+                    labels: Some(Arc::clone(&a)),
+                    objects: 2.0,
+                    bytes: 300.0,
+                },
+            ],
+            window_start: 2,
+        });
+        let d = decode(&encode(&p));
+        let st = |i: i64| d.string_table[i as usize].as_str();
+        let types: Vec<_> = d
+            .sample_type
+            .iter()
+            .map(|t| (st(t.r#type), st(t.unit)))
+            .collect();
+        assert_eq!(
+            types,
+            [
+                ("alloc_objects", "count"),
+                ("alloc_space", "bytes"),
+                ("inuse_objects", "count"),
+                ("inuse_space", "bytes")
+            ]
+        );
+        assert_eq!(st(d.default_sample_type), "inuse_space");
+        let route = |s: &proto::Sample| {
+            s.label
+                .iter()
+                .find(|l| st(l.key) == "route")
+                .map(|l| st(l.str).to_owned())
+        };
+        let find = |r: Option<&str>, depth: usize| {
+            d.sample
+                .iter()
+                .find(|s| route(s).as_deref() == r && s.location_id.len() == depth)
+                .unwrap_or_else(|| panic!("no sample for {r:?} at depth {depth}"))
+        };
+        // /b at node 3: allocated only.
+        assert_eq!(find(Some("/b"), 2).value, vec![10, 1000, 0, 0]);
+        // /a's other sites: no location, allocated only.
+        assert_eq!(find(Some("/a"), 0).value, vec![2, 300, 0, 0]);
+        // /a at node 3: two live samples from before the window: in use, not allocated.
+        let big = find(Some("/a"), 2);
+        assert_eq!(big.value[..2], [0, 0]);
+        assert!(big.value[3] > 2 << 20);
+        // Unlabeled at node 3 and /a at node 2 were allocated in the window: both pairs equal.
+        for s in [find(None, 2), find(Some("/a"), 1)] {
+            assert_eq!(s.value[..2], s.value[2..]);
+            assert!(s.value[3] > 0);
+        }
+        let groups = p.by_label(Some("route"));
+        let of = |v: &str| {
+            groups
+                .iter()
+                .find(|g| matches!(&g.labels, GroupLabels::Value { value, .. } if value == v))
+                .unwrap()
+        };
+        assert_eq!(of("/b").allocated_bytes, 1000.0);
+        assert_eq!(of("/b").bytes, 0.0);
+        let a_in_window = p.sample_bytes(&p.samples[3]);
+        assert!((of("/a").allocated_bytes - (300.0 + a_in_window)).abs() < 1e-6);
     }
 
     #[test]

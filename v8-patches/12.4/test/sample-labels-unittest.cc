@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <map>
+#include <set>
 #include <memory>
 #include <thread>
 #include <tuple>
@@ -45,6 +46,7 @@ struct Recorder {
   int labeled = 0;
   int released = 0;
   std::map<uintptr_t, int> live;
+  std::vector<v8::HeapProfilerSampleLabels::DeadSample> deaths;
 };
 
 uintptr_t Capture(v8::Isolate* isolate, void* data) {
@@ -68,6 +70,13 @@ void Release(uintptr_t word, void* data) {
   EXPECT_NE(word, 0u);
   recorder->released++;
   recorder->live[word]--;
+}
+
+void Died(const v8::HeapProfilerSampleLabels::DeadSample* sample,
+          void* data) {
+  auto* recorder = static_cast<Recorder*>(data);
+  recorder->deaths.push_back(*sample);
+  if (sample->labels != 0) recorder->live[sample->labels]--;
 }
 
 // Allocates and keeps about 2000 small objects.
@@ -136,11 +145,13 @@ class SampleLabelsTest : public ::testing::Test {
 
   static bool Start(v8::Isolate* isolate, Recorder* recorder,
                     v8::HeapProfiler::SamplingFlags flags =
-                        v8::HeapProfiler::kSamplingNoFlags) {
+                        v8::HeapProfiler::kSamplingNoFlags,
+                    bool report_deaths = false) {
     v8::HeapProfilerSampleLabels::Callbacks callbacks;
     callbacks.capture = Capture;
     callbacks.release = Release;
     callbacks.data = recorder;
+    if (report_deaths) callbacks.death = Died;
     return v8::HeapProfilerSampleLabels::StartSamplingHeapProfiler(
         isolate, callbacks, 256, 16, flags);
   }
@@ -190,6 +201,20 @@ std::unique_ptr<v8::Platform> SampleLabelsTest::platform_;
 TEST_F(SampleLabelsTest, ApiVersionIsExported) {
   EXPECT_EQ(v8_sample_labels_api_version(),
             v8::HeapProfilerSampleLabels::kApiVersion);
+}
+
+TEST_F(SampleLabelsTest, VersionTwoHasTheDeathCallbackEntryPoint) {
+  EXPECT_GE(v8_sample_labels_api_version(), 2u);
+  Entered entered(isolate_);
+  Recorder recorder(isolate_, v8::Object::New(isolate_));
+  ASSERT_TRUE(v8_sample_labels_start_sampling_v2(
+      isolate_, Capture, Release, Died, &recorder, 256, 16,
+      v8::HeapProfiler::kSamplingNoFlags));
+  Run(entered.context, "for (let i = 0; i < 2000; i++) ({i});");
+  FullGC(isolate_);
+  EXPECT_GT(recorder.deaths.size(), 0u) << "the C entry point sets |death|";
+  EXPECT_EQ(recorder.released, 0);
+  isolate_->GetHeapProfiler()->StopSamplingHeapProfiler();
 }
 
 TEST_F(SampleLabelsTest, CapturesTheLabelsOfTheCurrentFrame) {
@@ -265,6 +290,72 @@ TEST_F(SampleLabelsTest, GarbageCollectedSamplesReleaseTheirLabels) {
   EXPECT_EQ(Count(SampleWords(isolate_), Word(&kRouteA)),
             recorder.live[Word(&kRouteA)]);
   isolate_->GetHeapProfiler()->StopSamplingHeapProfiler();
+  EXPECT_EQ(recorder.live[Word(&kRouteA)], 0);
+}
+
+// All node ids of |node|'s subtree.
+void CollectNodeIds(const v8::AllocationProfile::Node* node,
+                    std::set<uint32_t>* ids) {
+  ids->insert(node->node_id);
+  for (const v8::AllocationProfile::Node* child : node->children) {
+    CollectNodeIds(child, ids);
+  }
+}
+
+TEST_F(SampleLabelsTest, DeadSamplesGoToTheDeathCallbackOnceWithTheirNode) {
+  Entered entered(isolate_);
+  v8::Local<v8::Context> context = entered.context;
+  v8::Local<v8::Object> key = v8::Object::New(isolate_);
+  Recorder recorder(isolate_, key);
+  Frame(context, {{key, Holder(context, &kRouteA)}});
+  ASSERT_TRUE(Start(isolate_, &recorder, v8::HeapProfiler::kSamplingNoFlags,
+                    /*report_deaths=*/true));
+  Run(context, kRetain);
+  // What V8 reported for each live sample before it died.
+  std::map<uint64_t, std::tuple<uint32_t, size_t, unsigned int>> before;
+  {
+    std::unique_ptr<v8::AllocationProfile> profile(
+        isolate_->GetHeapProfiler()->GetAllocationProfile());
+    for (const auto& sample : profile->GetSamples()) {
+      before[sample.sample_id] = {sample.node_id, sample.size, sample.count};
+    }
+  }
+  ASSERT_GT(before.size(), 10u);
+
+  isolate_->SetContinuationPreservedEmbedderData(v8::Undefined(isolate_));
+  Run(context, "globalThis.kept = undefined;");
+  FullGC(isolate_);
+  FullGC(isolate_);
+  EXPECT_EQ(recorder.released, 0) << "dead samples go to |death| only";
+  std::set<uint64_t> dead_ids;
+  int dead_labeled = 0;
+  for (const auto& dead : recorder.deaths) {
+    EXPECT_TRUE(dead_ids.insert(dead.sample_id).second)
+        << "sample " << dead.sample_id << " reported twice";
+    if (dead.labels == Word(&kRouteA)) dead_labeled++;
+    auto it = before.find(dead.sample_id);
+    if (it == before.end()) continue;  // Allocated after the read above.
+    EXPECT_EQ(std::get<0>(it->second), dead.node_id);
+    EXPECT_EQ(std::get<1>(it->second), dead.size);
+    EXPECT_EQ(std::get<2>(it->second), dead.count);
+  }
+  EXPECT_GT(dead_labeled, static_cast<int>(before.size()) * 9 / 10);
+
+  // Dead samples' nodes stay in the tree, so their ids resolve later.
+  std::unique_ptr<v8::AllocationProfile> after(
+      isolate_->GetHeapProfiler()->GetAllocationProfile());
+  std::set<uint32_t> node_ids;
+  CollectNodeIds(after->GetRootNode(), &node_ids);
+  for (const auto& dead : recorder.deaths) {
+    EXPECT_EQ(node_ids.count(dead.node_id), 1u) << "node " << dead.node_id;
+  }
+  // Live samples are those not reported dead; stop releases exactly them.
+  for (const auto& sample : after->GetSamples()) {
+    EXPECT_EQ(dead_ids.count(sample.sample_id), 0u);
+  }
+  int labeled_live = recorder.live[Word(&kRouteA)];
+  isolate_->GetHeapProfiler()->StopSamplingHeapProfiler();
+  EXPECT_EQ(recorder.released, labeled_live);
   EXPECT_EQ(recorder.live[Word(&kRouteA)], 0);
 }
 
