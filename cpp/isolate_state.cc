@@ -37,12 +37,18 @@ bool IsolateState::start_sampling(const StartOptions& options) {
 // A labeled session on the patched runtime once lib/ registered its key; a
 // plain one otherwise.
 bool IsolateState::StartProfiler(const StartOptions& options) {
+  reports_dead_samples_ = false;
   if (!GetPatchedApi().sample_labels_ready || labels_key_.IsEmpty()) {
     return StartSamplingHeapProfiler(isolate_, options);
   }
-  return StartLabeledSampling(isolate_, &sample_context_,
-                              options.sample_interval, options.stack_depth,
-                              SamplingFlags(options));
+  if (!StartLabeledSampling(isolate_, &sample_context_,
+                            options.sample_interval, options.stack_depth,
+                            SamplingFlags(options))) {
+    return false;
+  }
+  reports_dead_samples_ =
+      sample_context_.dead_sample_totals != 0 && CanReportDeadSamples();
+  return true;
 }
 
 void IsolateState::StartExternalTracking() {
@@ -74,10 +80,20 @@ void IsolateState::stop_sampling() {
   sampling_ = false;
 }
 
-RawProfile IsolateState::read_profile() {
+ReadOptions IsolateState::ReadOptionsFor(bool restart_allocations) const {
+  ReadOptions options;
+  options.unlabeled_word = sample_context_.unlabeled_word;
+  if (reports_dead_samples_) {
+    options.dead_sample_totals = sample_context_.dead_sample_totals;
+    options.restart_allocations = restart_allocations;
+  }
+  return options;
+}
+
+RawProfile IsolateState::read_profile(bool restart_allocations) {
   RawProfile profile;
   if (!sampling_ || !ReadAllocationProfile(isolate_, &profile,
-                                           sample_context_.unlabeled_word)) {
+                                           ReadOptionsFor(restart_allocations))) {
     throw std::runtime_error("no sampling heap profiler is running");
   }
   return profile;
@@ -150,6 +166,11 @@ void IsolateState::set_unlabeled_sample_word(std::size_t word) {
   if (!sampling_) sample_context_.unlabeled_word = word;
 }
 
+void IsolateState::set_dead_sample_totals(std::size_t totals) {
+  // Like the unlabeled word: V8 keeps the context pointer for the session.
+  if (!sampling_) sample_context_.dead_sample_totals = totals;
+}
+
 void IsolateState::collect_garbage() {
   // A full, non-forced GC that also clears caches: what ?gc=1 asks for, and
   // available without --expose-gc.
@@ -179,7 +200,7 @@ uint32_t IsolateState::near_heap_limit_remaining() const {
 
 bool IsolateState::ReadProfileForDump(RawProfile* out) {
   return sampling_ &&
-         ReadAllocationProfile(isolate_, out, sample_context_.unlabeled_word);
+         ReadAllocationProfile(isolate_, out, ReadOptionsFor(false));
 }
 
 std::unique_ptr<IsolateState> new_isolate_state(std::size_t external_counters) {

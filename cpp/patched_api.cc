@@ -24,6 +24,10 @@ void ExplainStock(PatchedApi* api) {
       " has no sample-labels API (symbol " + kVersionSymbol +
       " not found); per-sample labels need the patched Node.js 22.22.2 "
       "(tools/patched-node/build.sh)";
+  api->allocations_reason =
+      "allocations: allocated bytes per label need the patched runtime's "
+      "dead-sample reports (sample-labels API version 2); only the live heap "
+      "is reported";
   api->external_bytes_reason =
       "externalBytes: per-label ArrayBuffer/Buffer bytes need the patched "
       "runtime's allocator swap (symbol " +
@@ -39,16 +43,29 @@ PatchedApi ResolvePatchedApi() {
     return api;
   }
   const uint32_t version = api.version();
-  if (version != kSupportedApiVersion) {
+  if (version < kMinApiVersion) {
     const std::string found = "the runtime's sample-labels API is version " +
-                              std::to_string(version) + ", this addon speaks " +
-                              std::to_string(kSupportedApiVersion);
+                              std::to_string(version) +
+                              ", this addon needs at least " +
+                              std::to_string(kMinApiVersion);
     api.sample_labels_reason = "sampleLabels: " + found;
+    api.allocations_reason = "allocations: " + found;
     api.external_bytes_reason = "externalBytes: " + found;
     return api;
   }
   api.start_sampling = FindSymbol<PatchedApi::StartSamplingFn>(
       "v8_sample_labels_start_sampling");
+  if (version >= kDeadSamplesApiVersion) {
+    api.start_sampling_v2 = FindSymbol<PatchedApi::StartSamplingV2Fn>(
+        "v8_sample_labels_start_sampling_v2");
+  }
+  if (api.start_sampling_v2 == nullptr) {
+    api.allocations_reason =
+        "allocations: the runtime's sample-labels API is version " +
+        std::to_string(version) +
+        "; allocated bytes per label need version 2 (dead-sample reports), "
+        "so only the live heap is reported";
+  }
   api.sample_labels_of =
       FindSymbol<PatchedApi::SampleLabelsFn>("v8_sample_labels_get");
   api.find_in_cped =
@@ -86,6 +103,8 @@ PatchedApiStatus patched_api_status() {
   status.external_bytes = api.external_bytes_ready;
   status.version = api.version != nullptr ? api.version() : 0;
   status.sample_labels_reason = api.sample_labels_reason;
+  status.allocations = api.sample_labels_ready && api.start_sampling_v2 != nullptr;
+  status.allocations_reason = status.allocations ? "" : api.allocations_reason;
   status.external_bytes_reason = api.external_bytes_reason;
   return status;
 }

@@ -27,7 +27,25 @@ void ReleaseSampleLabels(uintptr_t word, void* /* data */) {
   release_sample_word(word);
 }
 
+// V8 reports a dead sample (GC weak processing; API version 2): its word and
+// what the allocation totals need go to Rust, which adds them up in native
+// memory. The unlabeled word is given back here and counted as no labels.
+void SampleDied(const DeadSample* sample, void* data) {
+  const auto* context = static_cast<const SampleLabelsContext*>(data);
+  uintptr_t word = sample->labels;
+  if (word != 0 && word == context->unlabeled_word) {
+    release_sample_word(word);
+    word = 0;
+  }
+  record_dead_sample(context->dead_sample_totals, word, sample->node_id,
+                     sample->size, sample->sample_id);
+}
+
 }  // namespace
+
+bool CanReportDeadSamples() {
+  return GetPatchedApi().start_sampling_v2 != nullptr;
+}
 
 uintptr_t CurrentLabelsWord(v8::Isolate* isolate,
                             const v8::Global<v8::Object>& key) {
@@ -44,9 +62,14 @@ bool StartLabeledSampling(v8::Isolate* isolate,
                           uint64_t sample_interval, int stack_depth,
                           int flags) {
   const PatchedApi& api = GetPatchedApi();
+  auto* data = const_cast<SampleLabelsContext*>(context);
+  if (context->dead_sample_totals != 0 && api.start_sampling_v2 != nullptr) {
+    return api.start_sampling_v2(isolate, CaptureSampleLabels,
+                                 ReleaseSampleLabels, SampleDied, data,
+                                 sample_interval, stack_depth, flags);
+  }
   return api.start_sampling(isolate, CaptureSampleLabels, ReleaseSampleLabels,
-                            const_cast<SampleLabelsContext*>(context),
-                            sample_interval, stack_depth, flags);
+                            data, sample_interval, stack_depth, flags);
 }
 
 const uintptr_t* SampleLabelsOf(const v8::AllocationProfile* profile,

@@ -81,6 +81,15 @@ void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out,
   }
 }
 
+uint64_t HighestSampleId(const v8::AllocationProfile& profile) {
+  uint64_t highest = 0;
+  for (const v8::AllocationProfile::Sample& sample :
+       const_cast<v8::AllocationProfile&>(profile).GetSamples()) {
+    if (sample.sample_id > highest) highest = sample.sample_id;
+  }
+  return highest;
+}
+
 }  // namespace
 
 int SamplingFlags(const StartOptions& options) {
@@ -106,15 +115,22 @@ void StopSamplingHeapProfiler(v8::Isolate* isolate) {
 }
 
 bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
-                           uintptr_t unlabeled_word) {
+                           const ReadOptions& options) {
   v8::HandleScope scope(isolate);
   // GetAllocationProfile allocates strings for the nodes, which can itself
   // add samples; the copy below only reads the finished snapshot.
   std::unique_ptr<v8::AllocationProfile> profile(
       isolate->GetHeapProfiler()->GetAllocationProfile());
   if (!profile) return false;
+  // Before any other V8 call, so before any GC: every sample is then either
+  // live in `profile` or among the dead samples, never both, never neither.
+  if (options.dead_sample_totals != 0) {
+    out->allocations =
+        take_dead_samples(options.dead_sample_totals,
+                          options.restart_allocations, HighestSampleId(*profile));
+  }
   CopyNodes(isolate, profile->GetRootNode(), &out->nodes);
-  CopySamples(*profile, &out->samples, unlabeled_word);
+  CopySamples(*profile, &out->samples, options.unlabeled_word);
   return true;
 }
 

@@ -33,10 +33,12 @@ function capabilities() {
   };
   const sampleLabels = capability('sampleLabels', nativeCaps.sampleLabels, nativeCaps.sampleLabelsReason);
   const externalBytes = capability('externalBytes', nativeCaps.externalBytes, nativeCaps.externalBytesReason);
+  const allocations = capability('allocations', nativeCaps.allocations, nativeCaps.allocationsReason);
   if (!asyncContextFrame) reasons.push(ACF_REASON);
   return {
     sampleLabels,
     externalBytes,
+    allocations,
     asyncContextFrame,
     node: process.versions.node,
     v8: nativeCaps.v8,

@@ -25,6 +25,11 @@ export interface Capabilities {
   sampleLabels: boolean;
   /** ArrayBuffer/Buffer bytes are counted per label set (patched runtime). */
   externalBytes: boolean;
+  /**
+   * Profiles report bytes allocated per label, not only the live heap (patched runtime whose
+   * sample-labels API is version 2: V8 reports dead samples).
+   */
+  allocations: boolean;
   /** AsyncLocalStorage is backed by AsyncContextFrame in this process. */
   asyncContextFrame: boolean;
   node: string;
@@ -82,9 +87,22 @@ export interface LabelGroup {
   /** Estimated live objects. */
   objects: number;
   externalBytes: number;
+  /**
+   * Estimated bytes allocated in the profile's allocation window, live or dead (sampled like
+   * `bytes`). Present when `hasAllocations`.
+   */
+  allocatedBytes?: number;
+  /** Estimated objects allocated in the window. Present when `hasAllocations`. */
+  allocatedObjects?: number;
 }
 
 export interface AllocationProfile {
+  /**
+   * Whether the profile has allocation figures besides the live heap: the patched runtime reports
+   * dead samples (sample-labels API version 2). The window runs from the session's start, or from
+   * the last read with `resetAllocations`.
+   */
+  readonly hasAllocations: boolean;
   readonly head: Node;
   readonly samples: Sample[];
   /** External bytes per label set; on stock runtimes one unlabeled (`{}`) isolate total. */
@@ -105,8 +123,12 @@ export interface AllocationProfile {
 }
 
 export interface HeapProfileHandle {
-  /** Reads the profile now (after `stop()`: the last profile). */
-  getAllocationProfile(): AllocationProfile;
+  /**
+   * Reads the profile now (after `stop()`: the last profile). `resetAllocations: true` starts a
+   * new allocation window after this read, so that the next read's allocated figures cover only
+   * what was allocated in between (delta profiles).
+   */
+  getAllocationProfile(options?: { resetAllocations?: boolean }): AllocationProfile;
   /** Stops the profiler; idempotent, returns the last profile. */
   stop(): AllocationProfile;
   [Symbol.dispose](): void;

@@ -64,6 +64,19 @@ function validateOptions(options) {
 
 const UNLABELED = internPairs([], []);
 
+// getAllocationProfile({ resetAllocations }): whether this read starts a new allocation window.
+function readOptions(options) {
+  if (options === undefined) return false;
+  if (options === null || typeof options !== 'object') {
+    throw new TypeError('heap-labels: getAllocationProfile: options must be an object or undefined');
+  }
+  const { resetAllocations = false } = options;
+  if (typeof resetAllocations !== 'boolean') {
+    throw new TypeError('heap-labels: getAllocationProfile: resetAllocations must be a boolean');
+  }
+  return resetAllocations;
+}
+
 // Label-set id of an unlabeled sample in the native sample columns (u32::MAX).
 const NO_LABEL_SET = 0xffffffff;
 
@@ -80,6 +93,7 @@ class AllocationProfile {
   constructor(nativeProfile) {
     this.#native = nativeProfile;
     this.sampleInterval = nativeProfile.sampleInterval;
+    this.hasAllocations = nativeProfile.hasAllocations;
     this.#sets = new Map();
     for (const set of nativeProfile.labelSets()) this.#sets.set(set.id, internPairs(set.keys, set.values));
     this.externalBytes = nativeProfile.externalBytes().map((e) => ({
@@ -114,12 +128,19 @@ class AllocationProfile {
     if (key !== undefined && (typeof key !== 'string' || key.length === 0)) {
       throw new TypeError('heap-labels: byLabel: key must be a non-empty string or undefined');
     }
-    return this.#native.byLabel(key).map((g) => ({
-      labels: g.unlabeled ? UNLABELED : internPairs(g.keys, g.values),
-      bytes: g.bytes,
-      objects: g.objects,
-      externalBytes: g.externalBytes,
-    }));
+    return this.#native.byLabel(key).map((g) => {
+      const group = {
+        labels: g.unlabeled ? UNLABELED : internPairs(g.keys, g.values),
+        bytes: g.bytes,
+        objects: g.objects,
+        externalBytes: g.externalBytes,
+      };
+      if (this.hasAllocations) {
+        group.allocatedBytes = g.allocatedBytes;
+        group.allocatedObjects = g.allocatedObjects;
+      }
+      return group;
+    });
   }
 
   toPprof() {
@@ -149,9 +170,10 @@ class HeapProfileHandle {
     sessions.set(this, session);
   }
 
-  getAllocationProfile() {
+  getAllocationProfile(options) {
+    const resetAllocations = readOptions(options);
     if (this.#stopped) return this.#last;
-    return new AllocationProfile(native.readProfile(this.#session));
+    return new AllocationProfile(native.readProfile(this.#session, resetAllocations));
   }
 
   stop() {

@@ -48,10 +48,33 @@ pub mod ffi {
         label_word: usize,
     }
 
+    /// One (node, label set) group of dead samples (`core::AllocatedGroup`), handed out by
+    /// `take_dead_samples`.
+    #[derive(Debug, Clone)]
+    struct RawAllocatedGroup {
+        /// V8's node id, or `core::OTHER_SITES_NODE`.
+        node_id: u32,
+        /// Label word owning one strong reference (taken over by the model); 0 when unlabeled.
+        label_word: usize,
+        objects: f64,
+        bytes: f64,
+    }
+
+    /// The dead samples of the allocation window (patched runtime, API version 2).
+    #[derive(Debug, Clone, Default)]
+    struct RawAllocations {
+        /// Whether the session reports dead samples; false on stock runtimes (no figures).
+        reported: bool,
+        groups: Vec<RawAllocatedGroup>,
+        /// Live samples with greater ids were allocated in the window.
+        window_start: u64,
+    }
+
     #[derive(Debug, Clone, Default)]
     struct RawProfile {
         nodes: Vec<RawNode>,
         samples: Vec<RawSample>,
+        allocations: RawAllocations,
     }
 
     /// Result of probing the patched-V8 sample-labels API (`cpp/patched_api.cc`).
@@ -63,8 +86,12 @@ pub mod ffi {
         external_bytes: bool,
         /// Version reported by `v8_sample_labels_version()`, 0 when absent.
         version: u32,
+        /// Labeled sessions can report dead samples (API version 2): allocation figures.
+        allocations: bool,
         /// Why `sample_labels` is false (empty when true).
         sample_labels_reason: String,
+        /// Why `allocations` is false (empty when true).
+        allocations_reason: String,
         /// Why `external_bytes` is false (empty when true).
         external_bytes_reason: String,
     }
@@ -103,6 +130,20 @@ pub mod ffi {
         /// uncounts the live sample. Atomics only.
         fn release_sample_word(word: usize);
 
+        /// Adds a sample V8 reports dead (death callback, GC weak processing) to the
+        /// `Mutex<DeadSampleTotals>` at address `totals`; `word` (0 or a sample's reference) is
+        /// consumed. Native memory only, never V8.
+        fn record_dead_sample(totals: usize, word: usize, node_id: u32, size: u64, sample_id: u64);
+
+        /// The dead samples of the window, read right after `GetAllocationProfile()` with no V8
+        /// call in between (so no GC); `restart` starts a new window after
+        /// `highest_live_sample_id`, the highest id among that profile's samples.
+        fn take_dead_samples(
+            totals: usize,
+            restart: bool,
+            highest_live_sample_id: u64,
+        ) -> RawAllocations;
+
         /// Writes the near-heap-limit dump of `profile` with the dumper at address `dumper`
         /// (`src/near_heap_limit.rs`). Called from V8's near-heap-limit callback on the isolate
         /// thread: native memory and file I/O only, never the JS heap.
@@ -126,8 +167,19 @@ pub mod ffi {
         fn stop_sampling(self: Pin<&mut IsolateState>);
         /// Whether this state started the profiler and has not stopped it.
         fn sampling(self: &IsolateState) -> bool;
-        /// Copies the current allocation profile; fails when no profiler runs.
-        fn read_profile(self: Pin<&mut IsolateState>) -> Result<RawProfile>;
+        /// Copies the current allocation profile with the window's dead samples (restarting the
+        /// window when `restart_allocations`); fails when no profiler runs.
+        fn read_profile(
+            self: Pin<&mut IsolateState>,
+            restart_allocations: bool,
+        ) -> Result<RawProfile>;
+
+        /// Sets the address of the isolate's `Mutex<DeadSampleTotals>` (valid for the state's
+        /// lifetime): labeled sessions hand dead samples to it when the runtime can report them.
+        fn set_dead_sample_totals(self: Pin<&mut IsolateState>, totals: usize);
+
+        /// Whether the running session reports dead samples (patched runtime, API version 2).
+        fn reports_dead_samples(self: &IsolateState) -> bool;
 
         /// Makes a label holder: an object with field 0 = aligned pointer `word` (one strong ref,
         /// released by a weak callback when the holder dies; 0 = no labels) and field 1 = the
@@ -261,6 +313,20 @@ fn capture_sample_word(word: usize) {
 /// See `ffi::release_sample_word`. Runs in GC weak callbacks: atomics only.
 fn release_sample_word(word: usize) {
     crate::counters::release_sample_word(word);
+}
+
+/// See `ffi::record_dead_sample`.
+fn record_dead_sample(totals: usize, word: usize, node_id: u32, size: u64, sample_id: u64) {
+    crate::allocations::record_dead_sample(totals, word, node_id, size, sample_id);
+}
+
+/// See `ffi::take_dead_samples`.
+fn take_dead_samples(
+    totals: usize,
+    restart: bool,
+    highest_live_sample_id: u64,
+) -> ffi::RawAllocations {
+    crate::allocations::take_dead_samples(totals, restart, highest_live_sample_id)
 }
 
 /// See `ffi::write_near_heap_limit_dump`.

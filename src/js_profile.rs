@@ -47,6 +47,10 @@ pub struct NativeGroup {
     pub objects: f64,
     pub external_bytes: f64,
     pub samples: u32,
+    /// Estimated bytes and objects allocated in the read's window, live or dead; absent when the
+    /// profile has no allocation figures.
+    pub allocated_bytes: Option<f64>,
+    pub allocated_objects: Option<f64>,
 }
 
 /// External bytes of one label set (`labelSet` absent: the unlabeled total).
@@ -126,6 +130,15 @@ impl NativeProfile {
             .map_or(0.0, |read| read.profile.sample_interval as f64)
     }
 
+    /// Signature: `() => boolean` - whether the read has allocation figures (the session reports
+    /// dead samples: patched runtime, API version 2); false once disposed.
+    #[napi(getter)]
+    pub fn has_allocations(&self) -> bool {
+        self.read
+            .as_ref()
+            .is_some_and(|read| read.profile.allocations.is_some())
+    }
+
     /// Signature: `() => void` - frees the native copy now; every other method throws afterwards.
     #[napi]
     pub fn dispose(&mut self, env: Env) -> napi::Result<()> {
@@ -199,6 +212,7 @@ impl NativeProfile {
     #[napi]
     pub fn by_label(&self, env: Env, key: Option<String>) -> napi::Result<Vec<NativeGroup>> {
         with_read(&env, self, |read| {
+            let with_allocations = read.profile.allocations.is_some();
             read.profile
                 .by_label(key.as_deref())
                 .into_iter()
@@ -220,6 +234,8 @@ impl NativeProfile {
                         objects: group.objects,
                         external_bytes: group.external_bytes as f64,
                         samples: u32::try_from(group.samples).unwrap_or(u32::MAX),
+                        allocated_bytes: with_allocations.then_some(group.allocated_bytes),
+                        allocated_objects: with_allocations.then_some(group.allocated_objects),
                     }
                 })
                 .collect()

@@ -45,6 +45,10 @@ pub struct NativeCapabilities {
     pub sample_labels_reason: String,
     /// Empty when `external_bytes` is true.
     pub external_bytes_reason: String,
+    /// Labeled sessions report dead samples: allocation figures per label.
+    pub allocations: bool,
+    /// Empty when `allocations` is true.
+    pub allocations_reason: String,
     /// `v8_sample_labels_version()` of a patched runtime, 0 on stock.
     pub patched_version: u32,
     pub v8: String,

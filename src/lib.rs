@@ -5,6 +5,7 @@
 //! words), `session` (profiler lifecycle), `model` (raw V8 profile -> core model), `js_profile` and
 //! `js_types` (values exchanged with lib/), `error` (the error enum and its JS mapping).
 
+mod allocations;
 mod bridge;
 // The operations modules export their napi functions themselves (public, so that the exports are
 // reachable from the crate root in every build).
@@ -114,6 +115,8 @@ pub fn native_capabilities() -> NativeCapabilities {
         external_bytes: status.external_bytes,
         sample_labels_reason: status.sample_labels_reason,
         external_bytes_reason: status.external_bytes_reason,
+        allocations: status.allocations,
+        allocations_reason: status.allocations_reason,
         patched_version: status.version,
         v8: ffi::v8_version(),
     }
@@ -130,11 +133,17 @@ pub fn start_profile(env: Env, options: NativeStartOptions) -> napi::Result<u32>
     run().map_err(|e| e.throw(&env))
 }
 
-/// Signature: `(session: number) => NativeProfile` - reads the running session's profile.
+/// Signature: `(session: number, resetAllocations: boolean) => NativeProfile` - reads the running
+/// session's profile; `resetAllocations` starts a new allocation window after this read.
 #[napi]
-pub fn read_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
+pub fn read_profile(
+    env: Env,
+    session: u32,
+    reset_allocations: bool,
+) -> napi::Result<NativeProfile> {
     let run = || -> error::Result<NativeProfile> {
-        NativeProfile::new(&env, session::read(isolate_state(&env)?, session)?)
+        let read = session::read(isolate_state(&env)?, session, reset_allocations)?;
+        NativeProfile::new(&env, read)
     };
     run().map_err(|e| e.throw(&env))
 }

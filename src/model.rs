@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use heap_labels_core::pprof::EncodeOptions;
 use heap_labels_core::{
-    CallFrame, ExternalCounters, LabelRegistry, LabelSet, Profile, ProfileNode, Sample,
+    AllocatedGroup, Allocations, CallFrame, ExternalCounters, LabelRegistry, LabelSet, Profile,
+    ProfileNode, Sample,
 };
 
 use crate::bridge::ffi;
@@ -77,6 +78,10 @@ impl ReadProfile {
             + profile.samples.capacity() * size_of::<Sample>()
             + profile.external.capacity() * size_of::<(Arc<LabelSet>, i64)>()
             + self.v8_counts.capacity() * size_of::<u32>()
+            + profile
+                .allocations
+                .as_ref()
+                .map_or(0, |a| a.dead.capacity() * size_of::<AllocatedGroup>())
     }
 }
 
@@ -113,11 +118,29 @@ pub fn build_profile(
     }
     profile.external = external.by_set;
     profile.unlabeled_external = external.unlabeled;
+    profile.allocations = allocations_of(raw.allocations);
     ReadProfile {
         profile,
         v8_counts,
         encode_options: EncodeOptions::default(),
     }
+}
+
+/// The allocation window of a read; `None` when the session does not report dead samples.
+fn allocations_of(raw: ffi::RawAllocations) -> Option<Allocations> {
+    raw.reported.then(|| Allocations {
+        dead: raw
+            .groups
+            .into_iter()
+            .map(|group| AllocatedGroup {
+                node_id: group.node_id,
+                labels: labels_of_word(group.label_word),
+                objects: group.objects,
+                bytes: group.bytes,
+            })
+            .collect(),
+        window_start: raw.window_start,
+    })
 }
 
 /// The label set a sample's word refers to (`None` for 0).
@@ -126,7 +149,8 @@ fn labels_of_word(word: usize) -> Option<Arc<LabelSet>> {
         return None;
     }
     // SAFETY: cpp/ (CopySamples) took one reference for every non-zero word it copied out of
-    // V8's profile; the model takes that reference over.
+    // V8's profile, and each dead-sample group's word owns one (`take_dead_samples`); the model
+    // takes that reference over.
     Some(unsafe { LabelSet::from_word(word) })
 }
 
@@ -162,6 +186,7 @@ mod tests {
                 sample_id: 7,
                 label_word: 0,
             }],
+            allocations: ffi::RawAllocations::default(),
         };
         let read = build_profile(
             raw,

@@ -107,6 +107,8 @@ pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
     state.registry.set_max_sets(options.max_label_sets);
     // A higher cap makes room: holders that got the overflow set get their own sets back now.
     labels::rebind_overflowed(state)?;
+    // Before V8 can report the first death of the new session.
+    crate::allocations::restart(&state.dead_samples, options.sample_interval);
     // On the patched runtime this starts a labeled session and installs the counting allocator.
     if !state.v8_mut().start_sampling(&options.to_ffi()) {
         return Err(Error::ProfilerBusy);
@@ -128,11 +130,11 @@ pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
 }
 
 /// Reads the allocation profile of the running session `id`.
-pub fn read(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
+pub fn read(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Result<ReadProfile> {
     let session = running(state, id)?;
     // Released sets make room: the holders of long-lived contexts leave the overflow set.
     labels::rebind_overflowed(state)?;
-    let raw = state.v8_mut().read_profile()?;
+    let raw = state.v8_mut().read_profile(reset_allocations)?;
     let external = model::ExternalInput::read(state);
     let mut read = model::build_profile(raw, session.options.sample_interval, external);
     read.encode_options = session.encode_options();
@@ -151,7 +153,9 @@ pub struct RawRead {
 /// Copies the allocation profile of the running session `id` for a dump.
 pub fn read_raw(state: &mut IsolateAddon, id: u32) -> Result<RawRead> {
     let session = running(state, id)?;
-    let raw = state.v8_mut().read_profile()?;
+    // Dumps report allocations since the session's start (or the last resetting read), as Go's
+    // heap profiles report them since the program's start.
+    let raw = state.v8_mut().read_profile(false)?;
     Ok(RawRead {
         raw,
         external: model::ExternalInput::read(state),
@@ -171,7 +175,7 @@ pub fn stop(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
     if running(state, id).is_ok() {
         crate::near_heap_limit::disarm(state);
     }
-    let profile = read(state, id);
+    let profile = read(state, id, false);
     state.v8_mut().stop_sampling();
     state.session = None;
     state.registry.prune();

@@ -10,9 +10,9 @@ use napi::Env;
 
 use crate::bridge::ffi;
 use crate::error::{Error, Result};
-use crate::external;
 use crate::ops::OpsState;
 use crate::session::Session;
+use crate::{allocations, external};
 
 /// Everything the addon keeps for one isolate.
 pub struct IsolateAddon {
@@ -30,6 +30,9 @@ pub struct IsolateAddon {
     /// V8-side state (holder template, labels key, profiler ownership). Declared last so that it is
     /// dropped last: its destructor stops the profiler and releases the words of live holders.
     pub v8: UniquePtr<ffi::IsolateState>,
+    /// Allocations of dead samples per (site, label set). After `v8`, so dropped after it: V8
+    /// reports deaths until the profiler stops in `v8`'s destructor.
+    pub dead_samples: Box<allocations::Totals>,
 }
 
 impl IsolateAddon {
@@ -42,9 +45,12 @@ impl IsolateAddon {
             next_session_id: 1,
             ops: OpsState::new(),
             v8: ffi::new_isolate_state(external::address_of(counters)),
+            dead_samples: allocations::new_totals(),
         };
         let word = addon.ops.unlabeled_word();
         addon.v8_mut().set_unlabeled_sample_word(word);
+        let totals = allocations::address_of(&addon.dead_samples);
+        addon.v8_mut().set_dead_sample_totals(totals);
         addon
     }
 

@@ -167,6 +167,7 @@ function decodePprof(gz) {
     durationNanos: int(top, 10),
     periodType: top[11] ? valueType(top[11][0]) : undefined,
     period: int(top, 12),
+    defaultSampleType: str(int(top, 14)),
   };
 }
 

@@ -27,7 +27,9 @@ pub mod pprof;
 pub mod profile;
 pub mod summary;
 
-pub use allocations::{AllocatedGroup, DeadSampleTotals, DeadSnapshot, OTHER_SITES_NODE};
+pub use allocations::{
+    AllocatedGroup, DeadSampleTotals, DeadSnapshot, DEFAULT_MAX_GROUPS, OTHER_SITES_NODE,
+};
 pub use block_words::BlockWords;
 pub use error::{LabelError, Result};
 pub use external::{ExternalCounters, ExternalSnapshot};

@@ -15,6 +15,7 @@
 #include "heap_labels/label_holder.h"
 #include "heap_labels/near_heap_limit.h"
 #include "heap_labels/sample_labels.h"
+#include "heap_labels/sampling.h"
 #include "rust/cxx.h"
 
 namespace heap_labels {
@@ -36,7 +37,9 @@ class IsolateState {
   bool start_sampling(const StartOptions& options);
   void stop_sampling();
   bool sampling() const { return sampling_; }
-  RawProfile read_profile();
+  RawProfile read_profile(bool restart_allocations);
+  void set_dead_sample_totals(std::size_t totals);
+  bool reports_dead_samples() const { return reports_dead_samples_; }
   std::size_t create_label_holder(std::size_t labels, std::size_t word,
                                   std::size_t pending);
   std::size_t holder_pending(std::size_t holder) const;
@@ -64,6 +67,7 @@ class IsolateState {
   bool ReadProfileForDump(RawProfile* out);
 
  private:
+  ReadOptions ReadOptionsFor(bool restart_allocations) const;
   bool StartProfiler(const StartOptions& options);
   void StartExternalTracking();
   void StopExternalTracking();
@@ -87,6 +91,9 @@ class IsolateState {
   // True while the profiler runs because this state started it.
   bool sampling_ = false;
   bool external_tracking_ = false;
+  // True while the running session hands dead samples to
+  // sample_context_.dead_sample_totals.
+  bool reports_dead_samples_ = false;
 };
 
 std::unique_ptr<IsolateState> new_isolate_state(std::size_t external_counters);

@@ -22,8 +22,21 @@ namespace heap_labels {
 
 struct PatchedApiStatus;  // shared struct, defined by the cxx bridge
 
-// The API version of the patch series this addon speaks.
-inline constexpr uint32_t kSupportedApiVersion = 1;
+// The API versions of the patch series this addon speaks: version 1 (labels,
+// external bytes) and, from version 2 on, dead samples. A runtime of version N
+// provides every entry point of the versions before it.
+inline constexpr uint32_t kMinApiVersion = 1;
+inline constexpr uint32_t kDeadSamplesApiVersion = 2;
+
+// v8::HeapProfilerSampleLabels::DeadSample of API version 2, field for field:
+// the addon builds against stock headers, which do not declare it.
+struct DeadSample {
+  uintptr_t labels;
+  uint32_t node_id;
+  std::size_t size;
+  unsigned int count;
+  uint64_t sample_id;
+};
 
 // Entry points of the patched runtime (v8-sample-labels.h), resolved at run
 // time. All null on a stock runtime.
@@ -33,6 +46,9 @@ struct PatchedApi {
   using VersionFn = uint32_t (*)();
   using StartSamplingFn = bool (*)(v8::Isolate*, CaptureFn, ReleaseFn, void*,
                                    uint64_t, int, int);
+  using DeathFn = void (*)(const DeadSample*, void*);
+  using StartSamplingV2Fn = bool (*)(v8::Isolate*, CaptureFn, ReleaseFn,
+                                     DeathFn, void*, uint64_t, int, int);
   using SampleLabelsFn = const uintptr_t* (*)(const v8::AllocationProfile*,
                                               std::size_t*);
   using FindInCpedFn = void* (*)(v8::Isolate*, v8::Value*, int);
@@ -41,6 +57,8 @@ struct PatchedApi {
 
   VersionFn version = nullptr;
   StartSamplingFn start_sampling = nullptr;
+  // Null before API version 2.
+  StartSamplingV2Fn start_sampling_v2 = nullptr;
   SampleLabelsFn sample_labels_of = nullptr;
   FindInCpedFn find_in_cped = nullptr;
   SwapAllocatorFn swap_allocator = nullptr;
@@ -50,6 +68,7 @@ struct PatchedApi {
   bool external_bytes_ready = false;
   std::string sample_labels_reason;
   std::string external_bytes_reason;
+  std::string allocations_reason;
 };
 
 // The process-wide probe result (computed once, thread-safe).

@@ -1,5 +1,5 @@
-// Per-sample labels on the patched runtime: the capture and release callbacks
-// handed to V8's sampling heap profiler, and reading the words back.
+// Per-sample labels on the patched runtime: the capture, release and death
+// callbacks handed to V8's sampling heap profiler, and reading the words back.
 //
 // The word of a sample is a LabelSet pointer that owns one strong reference
 // (docs/architecture.md). The capture callback takes the reference, the
@@ -33,11 +33,19 @@ struct SampleLabelsContext {
   // counters count live unlabeled samples the same way as labeled ones. It
   // never leaves cpp/: ReadAllocationProfile turns it back into 0.
   uintptr_t unlabeled_word = 0;
+  // Address of the isolate's dead-sample totals (src/allocations.rs); 0: the
+  // session does not ask V8 for dead samples.
+  std::size_t dead_sample_totals = 0;
 };
 
+// Whether labeled sessions of this runtime can report dead samples (the
+// patched runtime's API version 2).
+bool CanReportDeadSamples();
+
 // Starts a labeled sampling session whose samples carry the labels found
-// under `context->key` (`context` must outlive the session). Returns false
-// when a sampling heap profiler already runs.
+// under `context->key` (`context` must outlive the session), handing dead
+// samples to `context->dead_sample_totals` when set and the runtime can.
+// Returns false when a sampling heap profiler already runs.
 bool StartLabeledSampling(v8::Isolate* isolate,
                           const SampleLabelsContext* context,
                           uint64_t sample_interval, int stack_depth,

@@ -4,6 +4,7 @@
 #ifndef HEAP_LABELS_SAMPLING_H_
 #define HEAP_LABELS_SAMPLING_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include <v8.h>
@@ -24,12 +25,22 @@ bool StartSamplingHeapProfiler(v8::Isolate* isolate,
 
 void StopSamplingHeapProfiler(v8::Isolate* isolate);
 
+// What a read copies besides V8's profile.
+struct ReadOptions {
+  // Samples whose word is this (see SampleLabelsContext) come out unlabeled
+  // (word 0).
+  uintptr_t unlabeled_word = 0;
+  // The isolate's dead-sample totals when the session reports dead samples
+  // (0: it does not), and whether this read starts a new allocation window.
+  std::size_t dead_sample_totals = 0;
+  bool restart_allocations = false;
+};
+
 // Copies the current allocation profile: nodes in pre-order with parent
-// indices, then the samples. Returns false when no profiler is running.
-// Samples whose word is `unlabeled_word` (see SampleLabelsContext) come out
-// unlabeled (word 0).
+// indices, then the samples, and the allocation window's dead samples.
+// Returns false when no profiler is running.
 bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
-                           uintptr_t unlabeled_word = 0);
+                           const ReadOptions& options = {});
 
 }  // namespace heap_labels
 

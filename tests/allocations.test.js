@@ -1,0 +1,91 @@
+'use strict';
+// Allocated vs in-use bytes per label (V8 patch 0004: dead samples reported to the addon).
+//
+// On the patched runtime (capabilities().allocations) a churning route shows allocated bytes with
+// almost nothing in use, a retaining route shows both, a resetting read starts a new window, and
+// pprof carries Go's four heap sample types, read by go tool pprof. On other runtimes the same
+// file checks the documented degraded behaviour: live heap only, and capabilities() says why.
+
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { runFixture, decodePprof, goEnv } = require('./helpers');
+
+const FLAGS = ['--expose-gc'];
+if (Number(process.versions.node.split('.')[0]) === 22) FLAGS.push('--experimental-async-context-frame');
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-alloc-'));
+const pprofFile = path.join(dir, 'phase1.pb.gz');
+const result = runFixture('allocation-scenarios.js', { nodeArgs: FLAGS, args: [pprofFile] });
+const out = result.json;
+const reports = out?.capabilities.allocations === true;
+const of = (groups, route) => groups.find((g) => g.route === route) ?? { bytes: 0, allocatedBytes: 0 };
+
+test('the scenario ran', () => {
+  assert.equal(result.status, 0, result.stderr);
+  assert.ok(out, result.stdout);
+  assert.equal(out.kept, 1000);
+});
+
+test('without dead-sample reports: live heap only, and capabilities() says why', { skip: reports && 'this runtime reports allocations' }, () => {
+  assert.deepEqual(out.hasAllocations, [false, false]);
+  assert.ok(out.phase1.every((g) => !g.hasAllocatedKey), 'no allocated figures are made up');
+  assert.ok(
+    out.capabilities.reasons.some((r) => r.startsWith('allocations:')),
+    out.capabilities.reasons.join('\n'),
+  );
+  const types = decodePprof(fs.readFileSync(pprofFile)).sampleTypes.map((t) => t.type);
+  assert.deepEqual(types, ['inuse_objects', 'inuse_space']);
+});
+
+test('a churning route allocates without holding; a retaining route holds what it allocated', { skip: !reports && 'needs the patched runtime (API version 2)' }, () => {
+  assert.deepEqual(out.hasAllocations, [true, true]);
+  const churn = of(out.phase1, '/churn');
+  const keep = of(out.phase1, '/keep');
+  // Same array size on both routes: allocated bytes compare as counts (8000 : 1000).
+  const ratio = churn.allocatedBytes / keep.allocatedBytes;
+  assert.ok(Math.abs(ratio / 8 - 1) < 0.2, `churn/keep allocated = ${ratio}, expected about 8`);
+  assert.ok(churn.bytes < 0.05 * churn.allocatedBytes, `churn holds ${churn.bytes} of ${churn.allocatedBytes}`);
+  assert.ok(keep.bytes > 0.8 * keep.allocatedBytes, `keep holds ${keep.bytes} of ${keep.allocatedBytes}`);
+  assert.ok(keep.allocatedBytes <= keep.bytes * 1.25, 'allocated includes what is still live, once');
+});
+
+test('a resetting read starts a new window: the next read counts only what came after', { skip: !reports && 'needs the patched runtime (API version 2)' }, () => {
+  const before = of(out.phase1, '/churn');
+  const churn = of(out.phase2, '/churn');
+  const keep = of(out.phase2, '/keep');
+  const later = of(out.phase2, '/later');
+  assert.ok(churn.allocatedBytes < 0.02 * before.allocatedBytes, `churn in window 2: ${churn.allocatedBytes}`);
+  assert.ok(keep.allocatedBytes < 0.05 * keep.bytes, `keep in window 2: ${keep.allocatedBytes}`);
+  assert.ok(keep.bytes > 0.8 * of(out.phase1, '/keep').bytes, 'what /keep holds is still in use');
+  // /later allocated half of what /churn did in window 1.
+  const ratio = later.allocatedBytes / before.allocatedBytes;
+  assert.ok(Math.abs(ratio / 0.5 - 1) < 0.2, `later/churn = ${ratio}, expected about 0.5`);
+});
+
+test('pprof has Go\'s four heap sample types and go tool pprof reads the allocated ones per label', { skip: !reports && 'needs the patched runtime (API version 2)' }, () => {
+  const profile = decodePprof(fs.readFileSync(pprofFile));
+  assert.deepEqual(
+    profile.sampleTypes.map((t) => `${t.type}/${t.unit}`),
+    ['alloc_objects/count', 'alloc_space/bytes', 'inuse_objects/count', 'inuse_space/bytes'],
+  );
+  assert.equal(profile.defaultSampleType, 'inuse_space');
+  const go = spawnSync(
+    'go',
+    ['tool', 'pprof', '-sample_index=alloc_space', '-tagfocus=route=/churn', '-top', '-nodecount=5', pprofFile],
+    { encoding: 'utf8', env: goEnv(dir) },
+  );
+  assert.equal(go.status, 0, go.stderr);
+  assert.match(go.stdout, /arrayForChurn/);
+  assert.doesNotMatch(go.stdout, /arrayForKeep/);
+  const inuse = spawnSync(
+    'go',
+    ['tool', 'pprof', '-sample_index=inuse_space', '-tagfocus=route=/keep', '-top', '-nodecount=5', pprofFile],
+    { encoding: 'utf8', env: goEnv(dir) },
+  );
+  assert.equal(inuse.status, 0, inuse.stderr);
+  assert.match(inuse.stdout, /arrayForKeep/);
+});
