@@ -11,17 +11,8 @@ set -uo pipefail
 cd "${REPO:?run through scripts/test.sh}"
 
 build=tools/patched-node/build.sh
-have_shared_ccache() {
-  local c
-  for c in "${HEAP_LABELS_TOOLCHAIN:-/nonexistent}/ccache-intl" "$REPO/../shared/toolchain/ccache-intl" \
-    "${HEAP_LABELS_CACHE}/ccache"; do
-    [[ -d "$c" ]] && return 0
-  done
-  return 1
-}
-
 if ! patched=$("$build" --print-node-path --cached-only 2>/dev/null); then
-  if ! have_shared_ccache && [[ "${HEAP_LABELS_ALLOW_COLD_BUILD:-0}" != 1 ]]; then
+  if ! "$build" --has-compiler-cache && [[ "${HEAP_LABELS_ALLOW_COLD_BUILD:-0}" != 1 ]]; then
     cat >&2 <<'MSG'
 ################################################################################################
 # SKIPPED: the patched runtime is not built and no compiler cache exists. A cold build of

@@ -2,6 +2,10 @@
 # Builds Node.js 22.22.2 with heap-labels' V8 patch series, reproducibly, from registry sources.
 #
 #   tools/patched-node/build.sh [--profile test|full] [--print-node-path] [--cached-only] [--jobs N]
+#   tools/patched-node/build.sh [--profile test|full] --has-compiler-cache
+#
+# --has-compiler-cache exits 0 when a compiler cache for the profile exists (the recipe's own, or the
+# shared toolchain's), i.e. when a build is incremental rather than cold (about 3 hours on 2 cores).
 #
 # The installed runtime lives in a content-addressed directory outside the repository:
 #   $HEAP_LABELS_CACHE/runtimes/node-22.22.2-labels-<profile>-<key>/bin/node
@@ -31,20 +35,27 @@ source "$here/native-deps.sh"
 profile=full
 print_path=0
 cached_only=0
+has_compiler_cache=0
 jobs=$(nproc)
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile=$2; shift 2 ;;
     --print-node-path) print_path=1; shift ;;
     --cached-only) cached_only=1; shift ;;
+    --has-compiler-cache) has_compiler_cache=1; shift ;;
     --jobs) jobs=$2; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
 case "$profile" in test|full) ;; *) die "unknown profile '$profile' (test or full)" ;; esac
 
 cache=${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}
+if [ "$has_compiler_cache" = 1 ]; then
+  [ -n "$(ls -A "${HEAP_LABELS_CCACHE_DIR:-$cache/ccache}" 2>/dev/null)" ] && exit 0
+  shared_compiler_cache "$profile" >/dev/null
+  exit
+fi
 key=$(runtime_key "$profile")
 install_dir="$cache/runtimes/node-$NODE_VERSION-labels-$profile-$key"
 

@@ -32,17 +32,38 @@ ensure_apt_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
 }
 
+# The folders that may hold the shared toolchain (source tarballs, read-only compiler caches), in the
+# order they are searched: $HEAP_LABELS_TOOLCHAIN, then ../shared/toolchain beside the repository.
+# This is the only place that knows where the toolchain lives.
+toolchain_dirs() {
+  local d
+  for d in "${HEAP_LABELS_TOOLCHAIN:-}" "$repo/../shared/toolchain"; do
+    [ -n "$d" ] && [ -d "$d" ] && (cd "$d" && pwd)
+  done
+  return 0
+}
+
+# The read-only compiler cache made with this profile's compile lines, if the toolchain has one
+# (Intl changes every V8 compile line, so each profile has its own).
+shared_compiler_cache() {
+  local name=ccache
+  [ "$1" = full ] && name=ccache-intl
+  local dir
+  while IFS= read -r dir; do
+    [ -d "$dir/$name" ] && { echo "$dir/$name"; return 0; }
+  done < <(toolchain_dirs)
+  return 1
+}
+
 # Finds a pinned source tarball: $2 (an explicit path, may be empty), the shared toolchain folder, the
 # download cache, or a download from Debian's archive. Always verified against the pinned sha256.
 #   locate_source <file name> <explicit path> <sha256> <url> <download dir>
 locate_source() {
   local name=$1 explicit=$2 sha=$3 url=$4 downloads=$5
-  local candidates=(
-    "$explicit"
-    "${HEAP_LABELS_TOOLCHAIN:-/nonexistent}/$name"
-    "$repo/../shared/toolchain/$name"
-    "$downloads/$name"
-  )
+  local candidates=("$explicit")
+  local dir
+  while IFS= read -r dir; do candidates+=("$dir/$name"); done < <(toolchain_dirs)
+  candidates+=("$downloads/$name")
   local c
   for c in "${candidates[@]}"; do
     [ -n "$c" ] && [ -f "$c" ] || continue
@@ -200,17 +221,11 @@ apply_node_patches() {
 # secondary storage), so V8 objects hit while the objects of Node's own sources are stored for next time.
 ccache_env() {
   local cache=$1 profile=$2
-  # Each profile has its own shared cache: Intl changes every V8 compile line.
-  local seed_name=ccache
-  [ "$profile" = full ] && seed_name=ccache-intl
   export CCACHE_DIR="${HEAP_LABELS_CCACHE_DIR:-$cache/ccache}"
   export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
   mkdir -p "$CCACHE_DIR"
-  local shared=""
-  local c
-  for c in "${HEAP_LABELS_TOOLCHAIN:-/nonexistent}/$seed_name" "$repo/../shared/toolchain/$seed_name"; do
-    [ -d "$c" ] && { shared=$(cd "$c" && pwd); break; }
-  done
+  local shared
+  shared=$(shared_compiler_cache "$profile") || shared=""
   if [ -z "$shared" ]; then
     log "compiler cache: $CCACHE_DIR (no shared toolchain cache found: a cold build takes about 3 hours on 2 cores)"
     return
