@@ -38,16 +38,20 @@ bool IsolateState::start_sampling(const StartOptions& options) {
 // plain one otherwise.
 bool IsolateState::StartProfiler(const StartOptions& options) {
   reports_dead_samples_ = false;
+  keeps_dead_samples_ = options.track_allocations && options.include_major_gc &&
+                        options.include_minor_gc && SamplesCarryLiveness();
   if (!GetPatchedApi().sample_labels_ready || labels_key_.IsEmpty()) {
     return StartSamplingHeapProfiler(isolate_, options);
   }
-  if (!StartLabeledSampling(isolate_, &sample_context_,
+  const bool report_deaths = options.track_allocations &&
+                             sample_context_.dead_sample_totals != 0 &&
+                             CanReportDeadSamples();
+  if (!StartLabeledSampling(isolate_, &sample_context_, report_deaths,
                             options.sample_interval, options.stack_depth,
                             SamplingFlags(options))) {
     return false;
   }
-  reports_dead_samples_ =
-      sample_context_.dead_sample_totals != 0 && CanReportDeadSamples();
+  reports_dead_samples_ = report_deaths;
   return true;
 }
 
@@ -83,7 +87,7 @@ void IsolateState::stop_sampling() {
 ReadOptions IsolateState::ReadOptionsFor(bool restart_allocations) const {
   ReadOptions options;
   options.unlabeled_word = sample_context_.unlabeled_word;
-  if (reports_dead_samples_) {
+  if (reports_allocations()) {
     options.dead_sample_totals = sample_context_.dead_sample_totals;
     options.restart_allocations = restart_allocations;
   }

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "heap-labels/src/bridge.rs.h"
+#include "heap_labels/sampling.h"
 
 namespace heap_labels {
 
@@ -25,9 +26,17 @@ void ExplainStock(PatchedApi* api) {
       " not found); per-sample labels need the patched Node.js 22.22.2 "
       "(tools/patched-node/build.sh)";
   api->allocations_reason =
-      "allocations: allocated bytes per label need the patched runtime's "
-      "dead-sample reports (sample-labels API version 2); only the live heap "
-      "is reported";
+      SamplesCarryLiveness()
+          ? "allocations: this runtime's V8 " + v8 +
+                " cannot report dead samples in bounded memory (the patched "
+                "runtime's sample-labels API version 2 can); start with "
+                "includeObjectsCollectedByMajorGC and "
+                "includeObjectsCollectedByMinorGC to get allocated bytes from "
+                "V8's is_live, keeping every sample for the session"
+          : "allocations: allocated bytes per label need the patched "
+            "runtime's dead-sample reports (sample-labels API version 2); "
+            "this runtime's V8 " +
+                v8 + " reports only the live heap";
   api->external_bytes_reason =
       "externalBytes: per-label ArrayBuffer/Buffer bytes need the patched "
       "runtime's allocator swap (symbol " +

@@ -59,11 +59,11 @@ uintptr_t CurrentLabelsWord(v8::Isolate* isolate,
 
 bool StartLabeledSampling(v8::Isolate* isolate,
                           const SampleLabelsContext* context,
-                          uint64_t sample_interval, int stack_depth,
-                          int flags) {
+                          bool report_deaths, uint64_t sample_interval,
+                          int stack_depth, int flags) {
   const PatchedApi& api = GetPatchedApi();
   auto* data = const_cast<SampleLabelsContext*>(context);
-  if (context->dead_sample_totals != 0 && api.start_sampling_v2 != nullptr) {
+  if (report_deaths) {
     return api.start_sampling_v2(isolate, CaptureSampleLabels,
                                  ReleaseSampleLabels, SampleDied, data,
                                  sample_interval, stack_depth, flags);

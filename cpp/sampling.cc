@@ -56,6 +56,16 @@ void CopyNodes(v8::Isolate* isolate, v8::AllocationProfile::Node* root,
   }
 }
 
+// Sample::is_live where V8 has it (V8 13.x / Node.js 26 on); true elsewhere.
+template <typename S>
+auto SampleIsLive(const S& sample, int) -> decltype(bool{sample.is_live}) {
+  return sample.is_live;
+}
+template <typename S>
+bool SampleIsLive(const S&, long) {
+  return true;
+}
+
 // Copies the samples with their label words (patched runtime; 0 on stock).
 // Each copied word takes its own reference while V8's sample still holds one,
 // so the Rust model owns what it reads even if V8 drops the sample later.
@@ -74,6 +84,7 @@ void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out,
     raw.size = sample.size;
     raw.count = sample.count;
     raw.sample_id = sample.sample_id;
+    raw.live = SampleIsLive(sample, 0);
     raw.label_word = words != nullptr ? words[i] : 0;
     if (raw.label_word == unlabeled_word) raw.label_word = 0;
     if (raw.label_word != 0) retain_label_word(raw.label_word);
@@ -90,7 +101,18 @@ uint64_t HighestSampleId(const v8::AllocationProfile& profile) {
   return highest;
 }
 
+// A sample marked dead where V8 has the field: SampleIsLive() of it is false
+// exactly when the field exists.
+v8::AllocationProfile::Sample LivenessProbe() {
+  v8::AllocationProfile::Sample sample{};
+  return sample;  // Zero-initialized: is_live == false.
+}
+
 }  // namespace
+
+bool SamplesCarryLiveness() {
+  return !SampleIsLive(LivenessProbe(), 0);
+}
 
 int SamplingFlags(const StartOptions& options) {
   int flags = v8::HeapProfiler::kSamplingNoFlags;

@@ -9,6 +9,7 @@ const DEFAULTS = Object.freeze({
   stackDepth: 64,
   includeObjectsCollectedByMajorGC: false,
   includeObjectsCollectedByMinorGC: false,
+  trackAllocations: false,
   maxLabelSets: 10000,
 });
 const MAX_SAMPLE_INTERVAL = 2 ** 32 - 1;
@@ -58,6 +59,7 @@ function validateOptions(options) {
       'includeObjectsCollectedByMinorGC',
       pick('includeObjectsCollectedByMinorGC'),
     ),
+    trackAllocations: checkBoolean('trackAllocations', pick('trackAllocations')),
     maxLabelSets: checkInteger('maxLabelSets', pick('maxLabelSets'), 1, MAX_LABEL_SETS),
   };
 }
@@ -199,6 +201,7 @@ function startHeapProfile(options) {
     stackDepth: o.stackDepth,
     includeObjectsCollectedByMajorGc: o.includeObjectsCollectedByMajorGC,
     includeObjectsCollectedByMinorGc: o.includeObjectsCollectedByMinorGC,
+    trackAllocations: o.trackAllocations,
     maxLabelSets: o.maxLabelSets,
   });
   return new HeapProfileHandle(session);

@@ -23,6 +23,13 @@ pub fn restart(totals: &Totals, sample_interval: u64) {
     lock(totals).restart(sample_interval);
 }
 
+/// Drops the groups of a stopped session, and with them the label sets they hold.
+pub fn clear(totals: &Totals) {
+    let mut totals = lock(totals);
+    let interval = totals.sample_interval();
+    totals.restart(interval);
+}
+
 /// The address cpp/ hands back to [`record_dead_sample`] and [`take_dead_samples`].
 pub fn address_of(totals: &Totals) -> usize {
     totals as *const Totals as usize

@@ -17,6 +17,10 @@ pub mod ffi {
         include_major_gc: bool,
         /// `kSamplingIncludeObjectsCollectedByMinorGC`.
         include_minor_gc: bool,
+        /// Allocation figures (allocated bytes and objects per site and label set): the patched
+        /// runtime's dead-sample reports, or V8's `Sample::is_live` with both include-collected
+        /// flags where V8 has it. Off: V8 forgets dead samples, as without heap-labels.
+        track_allocations: bool,
     }
 
     /// One node of `v8::AllocationProfile`, flattened in pre-order.
@@ -46,6 +50,9 @@ pub mod ffi {
         /// Label word V8 stored with the sample (`Arc<LabelSet>` as usize, one strong ref owned by
         /// V8); 0 when unlabeled or on a stock runtime.
         label_word: usize,
+        /// False for a sample of a collected object that the include-collected flags kept, on
+        /// runtimes whose V8 says so (`Sample::is_live`, Node.js 26); true otherwise.
+        live: bool,
     }
 
     /// One (node, label set) group of dead samples (`core::AllocatedGroup`), handed out by
@@ -60,10 +67,12 @@ pub mod ffi {
         bytes: f64,
     }
 
-    /// The dead samples of the allocation window (patched runtime, API version 2).
+    /// The dead samples of the allocation window: reported by V8's death callback (patched
+    /// runtime, API version 2), or kept by the include-collected flags and marked not live
+    /// (`RawSample::live`, Node.js 26).
     #[derive(Debug, Clone, Default)]
     struct RawAllocations {
-        /// Whether the session reports dead samples; false on stock runtimes (no figures).
+        /// Whether the read has allocation figures; false when neither source exists.
         reported: bool,
         groups: Vec<RawAllocatedGroup>,
         /// Live samples with greater ids were allocated in the window.
@@ -178,8 +187,8 @@ pub mod ffi {
         /// lifetime): labeled sessions hand dead samples to it when the runtime can report them.
         fn set_dead_sample_totals(self: Pin<&mut IsolateState>, totals: usize);
 
-        /// Whether the running session reports dead samples (patched runtime, API version 2).
-        fn reports_dead_samples(self: &IsolateState) -> bool;
+        /// Whether reads of the running session have allocation figures (see `RawAllocations`).
+        fn reports_allocations(self: &IsolateState) -> bool;
 
         /// Makes a label holder: an object with field 0 = aligned pointer `word` (one strong ref,
         /// released by a weak callback when the holder dies; 0 = no labels) and field 1 = the

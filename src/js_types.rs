@@ -12,6 +12,7 @@ pub struct NativeStartOptions {
     pub stack_depth: u32,
     pub include_objects_collected_by_major_gc: bool,
     pub include_objects_collected_by_minor_gc: bool,
+    pub track_allocations: bool,
     pub max_label_sets: u32,
 }
 
@@ -31,6 +32,7 @@ impl TryFrom<NativeStartOptions> for SessionOptions {
             stack_depth: options.stack_depth,
             include_major_gc: options.include_objects_collected_by_major_gc,
             include_minor_gc: options.include_objects_collected_by_minor_gc,
+            track_allocations: options.track_allocations,
             max_label_sets: options.max_label_sets as usize,
         })
     }

@@ -104,8 +104,26 @@ pub fn build_profile(
         };
         profile.add_node(parent, node.node_id, frame);
     }
+    let mut allocations = allocations_of(raw.allocations);
     let mut v8_counts = Vec::with_capacity(raw.samples.len());
     for sample in raw.samples {
+        // A kept sample of a collected object (both include-collected flags, a V8 with
+        // is_live) counts as allocated in its window, not as in use. With only one flag there is
+        // no window and it stays in the profile, as on runtimes without is_live.
+        if let (false, Some(window)) = (sample.live, allocations.as_mut()) {
+            let labels = labels_of_word(sample.label_word);
+            // Older ones were counted by an earlier window (their reference drops here).
+            if sample.sample_id > window.window_start {
+                let objects = Profile::estimate_objects(sample.size, 1, sample_interval);
+                window.dead.push(AllocatedGroup {
+                    node_id: sample.node_id,
+                    labels,
+                    objects,
+                    bytes: objects * sample.size as f64,
+                });
+            }
+            continue;
+        }
         v8_counts.push(sample.count);
         profile.samples.push(Sample {
             node_id: sample.node_id,
@@ -118,7 +136,7 @@ pub fn build_profile(
     }
     profile.external = external.by_set;
     profile.unlabeled_external = external.unlabeled;
-    profile.allocations = allocations_of(raw.allocations);
+    profile.allocations = allocations;
     ReadProfile {
         profile,
         v8_counts,
@@ -185,6 +203,7 @@ mod tests {
                 count: 8192,
                 sample_id: 7,
                 label_word: 0,
+                live: true,
             }],
             allocations: ffi::RawAllocations::default(),
         };

@@ -25,6 +25,7 @@ pub struct SessionOptions {
     pub stack_depth: u32,
     pub include_major_gc: bool,
     pub include_minor_gc: bool,
+    pub track_allocations: bool,
     pub max_label_sets: usize,
 }
 
@@ -35,6 +36,7 @@ impl Default for SessionOptions {
             stack_depth: DEFAULT_STACK_DEPTH,
             include_major_gc: false,
             include_minor_gc: false,
+            track_allocations: false,
             max_label_sets: DEFAULT_MAX_SETS,
         }
     }
@@ -70,6 +72,7 @@ impl SessionOptions {
             stack_depth: self.stack_depth as i32,
             include_major_gc: self.include_major_gc,
             include_minor_gc: self.include_minor_gc,
+            track_allocations: self.track_allocations,
         }
     }
 }
@@ -178,6 +181,8 @@ pub fn stop(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
     let profile = read(state, id, false);
     state.v8_mut().stop_sampling();
     state.session = None;
+    // The allocation window's groups hold their label sets: they go with the session.
+    crate::allocations::clear(&state.dead_samples);
     state.registry.prune();
     profile
 }

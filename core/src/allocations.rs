@@ -83,6 +83,11 @@ impl DeadSampleTotals {
         }
     }
 
+    /// The session's sample interval (what the estimates scale by).
+    pub fn sample_interval(&self) -> u64 {
+        self.sample_interval
+    }
+
     /// Starts over for a new session (V8's sample ids restart with it), dropping every group.
     pub fn restart(&mut self, sample_interval: u64) {
         self.sample_interval = sample_interval;

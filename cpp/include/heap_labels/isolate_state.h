@@ -39,7 +39,9 @@ class IsolateState {
   bool sampling() const { return sampling_; }
   RawProfile read_profile(bool restart_allocations);
   void set_dead_sample_totals(std::size_t totals);
-  bool reports_dead_samples() const { return reports_dead_samples_; }
+  bool reports_allocations() const {
+    return reports_dead_samples_ || keeps_dead_samples_;
+  }
   std::size_t create_label_holder(std::size_t labels, std::size_t word,
                                   std::size_t pending);
   std::size_t holder_pending(std::size_t holder) const;
@@ -94,6 +96,10 @@ class IsolateState {
   // True while the running session hands dead samples to
   // sample_context_.dead_sample_totals.
   bool reports_dead_samples_ = false;
+  // True while the running session keeps every dead sample (both include-
+  // collected flags) on a V8 that marks them (is_live): reads then take the
+  // allocation window from the kept samples, with memory growing with them.
+  bool keeps_dead_samples_ = false;
 };
 
 std::unique_ptr<IsolateState> new_isolate_state(std::size_t external_counters);

@@ -43,13 +43,15 @@ struct SampleLabelsContext {
 bool CanReportDeadSamples();
 
 // Starts a labeled sampling session whose samples carry the labels found
-// under `context->key` (`context` must outlive the session), handing dead
-// samples to `context->dead_sample_totals` when set and the runtime can.
-// Returns false when a sampling heap profiler already runs.
+// under `context->key` (`context` must outlive the session). With
+// `report_deaths` (requires CanReportDeadSamples() and
+// `context->dead_sample_totals`), V8 hands dead samples to those totals
+// instead of releasing them. Returns false when a sampling heap profiler
+// already runs.
 bool StartLabeledSampling(v8::Isolate* isolate,
                           const SampleLabelsContext* context,
-                          uint64_t sample_interval, int stack_depth,
-                          int flags);
+                          bool report_deaths, uint64_t sample_interval,
+                          int stack_depth, int flags);
 
 // The labels words of `profile`, aligned with profile->GetSamples(); null
 // (and *count == 0) when the runtime has no sample-labels API.
