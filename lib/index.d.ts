@@ -50,6 +50,14 @@ export interface HeapProfileOptions {
   includeObjectsCollectedByMajorGC?: boolean;
   /** Keep samples of objects collected by minor GCs (default false). */
   includeObjectsCollectedByMinorGC?: boolean;
+  /**
+   * Allocation figures besides the live heap (default false): allocated bytes and objects per
+   * label set and site (`hasAllocations`, `allocatedBytes`, pprof's alloc_* types). The patched
+   * runtime reports dead samples in memory bounded by sites and label sets; Node.js 26 needs both
+   * include-collected flags too (V8's `is_live`, memory grows with samples); elsewhere
+   * `hasAllocations` stays false and `capabilities()` says why.
+   */
+  trackAllocations?: boolean;
   /** Most distinct label sets; more go to one overflow set. Integer >= 1, default 10000. */
   maxLabelSets?: number;
 }
@@ -98,9 +106,10 @@ export interface LabelGroup {
 
 export interface AllocationProfile {
   /**
-   * Whether the profile has allocation figures besides the live heap: the patched runtime reports
-   * dead samples (sample-labels API version 2). The window runs from the session's start, or from
-   * the last read with `resetAllocations`.
+   * Whether the profile has allocation figures besides the live heap: a `trackAllocations`
+   * session on the patched runtime (dead-sample reports, sample-labels API version 2) or on a V8
+   * with `Sample::is_live` and both include-collected flags. The window runs from the session's
+   * start, or from the last read with `resetAllocations`.
    */
   readonly hasAllocations: boolean;
   readonly head: Node;
