@@ -46,7 +46,6 @@ pub struct NativeGroup {
     pub bytes: f64,
     pub objects: f64,
     pub external_bytes: f64,
-    pub samples: u32,
     /// Estimated bytes and objects allocated in the read's window, live or dead; absent when the
     /// profile has no allocation figures.
     pub allocated_bytes: Option<f64>,
@@ -233,7 +232,6 @@ impl NativeProfile {
                         bytes: group.bytes,
                         objects: group.objects,
                         external_bytes: group.external_bytes as f64,
-                        samples: u32::try_from(group.samples).unwrap_or(u32::MAX),
                         allocated_bytes: with_allocations.then_some(group.allocated_bytes),
                         allocated_objects: with_allocations.then_some(group.allocated_objects),
                     }

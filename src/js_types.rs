@@ -51,8 +51,6 @@ pub struct NativeCapabilities {
     pub allocations: bool,
     /// Empty when `allocations` is true.
     pub allocations_reason: String,
-    /// `v8_sample_labels_version()` of a patched runtime, 0 on stock.
-    pub patched_version: u32,
     pub v8: String,
 }
 

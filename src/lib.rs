@@ -2,8 +2,11 @@
 //! Node.js). lib/ is its only caller; every export documents its JS signature.
 //!
 //! Layout: `bridge` (the one cxx bridge to cpp/), `state` (per-isolate state), `labels` (label
-//! words), `session` (profiler lifecycle), `model` (raw V8 profile -> core model), `js_profile` and
-//! `js_types` (values exchanged with lib/), `error` (the error enum and its JS mapping).
+//! holders and words), `session` (profiler lifecycle), `model` (raw V8 profile -> core model),
+//! `allocations` (dead-sample totals for allocation figures), `external` (the counting allocator's
+//! entry points), `js_profile` and `js_types` (values exchanged with lib/), `error` (the error enum
+//! and its JS mapping); the operations features: `ops` (their per-isolate state), `counters`
+//! (per-label counters), `dump` (signal/HTTP dumps), `near_heap_limit`.
 
 mod allocations;
 mod bridge;
@@ -117,7 +120,6 @@ pub fn native_capabilities() -> NativeCapabilities {
         external_bytes_reason: status.external_bytes_reason,
         allocations: status.allocations,
         allocations_reason: status.allocations_reason,
-        patched_version: status.version,
         v8: ffi::v8_version(),
     }
 }

@@ -6,7 +6,7 @@
 //! atomics only: no allocation, no lock, no V8 handle.
 //!
 //! The per-set bytes live on the [`LabelSet`] itself ([`LabelSet::external_bytes`]); this module keeps
-//! the isolate-wide totals, the bytes of blocks allocated without labels and, in [`BlockWords`],
+//! the bytes of blocks allocated without labels (and their peak) and, in [`BlockWords`],
 //! which word each labeled block was charged to (beside the block, not in a header inside it, so
 //! that Node's own ArrayBuffer bookkeeping sees the exact lengths).
 
@@ -20,33 +20,21 @@ use crate::labels::LabelSet;
 #[derive(Debug, Default)]
 pub struct ExternalCounters {
     enabled: AtomicBool,
-    total: AtomicI64,
     unlabeled: AtomicI64,
-    blocks: AtomicI64,
     words: BlockWords,
     /// Highest `unlabeled` since the last [`take_unlabeled_peak`](Self::take_unlabeled_peak).
     unlabeled_peak: AtomicI64,
 }
 
 /// A point-in-time copy of [`ExternalCounters`]. Each field is read atomically, but the fields are
-/// not read together: under concurrent traffic they may disagree by the blocks in flight.
+/// not read together. (The labeled bytes are on the label sets: isolate-wide totals would cost two
+/// more atomic updates on every ArrayBuffer allocation and free, and nothing reads them.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ExternalSnapshot {
     /// Whether new allocations are being charged.
     pub enabled: bool,
-    /// Bytes of all charged blocks that are still allocated.
-    pub total: i64,
-    /// Of `total`, the bytes of blocks allocated with no label set current.
+    /// Bytes of charged blocks allocated with no label set current and still allocated.
     pub unlabeled: i64,
-    /// Number of charged blocks still allocated.
-    pub blocks: i64,
-}
-
-impl ExternalSnapshot {
-    /// Of `total`, the bytes charged to some label set.
-    pub fn labeled(&self) -> i64 {
-        self.total - self.unlabeled
-    }
 }
 
 #[inline]
@@ -59,9 +47,7 @@ impl ExternalCounters {
     pub const fn new() -> Self {
         ExternalCounters {
             enabled: AtomicBool::new(false),
-            total: AtomicI64::new(0),
             unlabeled: AtomicI64::new(0),
-            blocks: AtomicI64::new(0),
             words: BlockWords::new(),
             unlabeled_peak: AtomicI64::new(0),
         }
@@ -103,8 +89,6 @@ impl ExternalCounters {
                 self.unlabeled_peak.fetch_max(now, Ordering::Relaxed);
             }
         }
-        self.total.fetch_add(bytes, Ordering::Relaxed);
-        self.blocks.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Gives back a block charged by [`on_alloc`](Self::on_alloc) with the same `labels` and `bytes`.
@@ -120,8 +104,6 @@ impl ExternalCounters {
                 self.unlabeled.fetch_sub(bytes, Ordering::Relaxed);
             }
         }
-        self.total.fetch_sub(bytes, Ordering::Relaxed);
-        self.blocks.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// The highest unlabeled bytes since the previous call (at least the current value), and starts
@@ -136,9 +118,7 @@ impl ExternalCounters {
     pub fn snapshot(&self) -> ExternalSnapshot {
         ExternalSnapshot {
             enabled: self.is_enabled(),
-            total: self.total.load(Ordering::Relaxed),
             unlabeled: self.unlabeled.load(Ordering::Relaxed),
-            blocks: self.blocks.load(Ordering::Relaxed),
         }
     }
 }
@@ -162,9 +142,7 @@ mod tests {
             COUNTERS.snapshot(),
             ExternalSnapshot {
                 enabled: false,
-                total: 0,
                 unlabeled: 0,
-                blocks: 0
             }
         );
     }
@@ -179,16 +157,13 @@ mod tests {
         c.on_alloc(Some(&a), 24);
         c.on_alloc(Some(&b), 5);
         c.on_alloc(None, 7);
-        let s = c.snapshot();
-        assert_eq!(
-            (s.total, s.unlabeled, s.labeled(), s.blocks),
-            (1036, 7, 1029, 4)
-        );
+        assert_eq!(c.snapshot().unlabeled, 7);
         assert_eq!(a.external_bytes(), 1024);
         assert_eq!(b.external_bytes(), 5);
         c.on_free(Some(&a), 1000);
+        c.on_free(None, 7);
         assert_eq!(a.external_bytes(), 24);
-        assert_eq!(c.snapshot().total, 36);
+        assert_eq!(c.snapshot().unlabeled, 0);
     }
 
     #[test]
@@ -206,7 +181,7 @@ mod tests {
             counters.on_alloc(set.as_deref(), bytes);
             blocks.push((set, bytes));
         }
-        assert!(counters.snapshot().total > 0);
+        assert!(counters.snapshot().unlabeled > 0);
         let chunks: Vec<Vec<_>> = blocks.chunks(7_500).map(|c| c.to_vec()).collect();
         let handles: Vec<_> = chunks
             .into_iter()
@@ -227,8 +202,7 @@ mod tests {
         for h in handles {
             h.join().unwrap();
         }
-        let s = counters.snapshot();
-        assert_eq!((s.total, s.unlabeled, s.blocks), (0, 0, 0));
+        assert_eq!(counters.snapshot().unlabeled, 0);
         for set in &sets {
             assert_eq!(set.external_bytes(), 0);
         }

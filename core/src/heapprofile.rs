@@ -12,15 +12,11 @@
 //! none are added.
 //!
 //! Trees are as deep as the profiler's stack depth (V8 records up to 1024 frames when asked):
-//! [`to_string`] and [`write()`] walk the tree with an explicit stack and handle any depth;
-//! [`to_value`] builds the tree bottom-up without recursion, but serde_json itself drops and
-//! serializes a `Value` recursively, once per level (tested at 1100 levels on a 2 MiB thread
-//! stack). Prefer the text forms for untrusted or unbounded depths.
+//! [`to_string`] and [`write()`] walk the tree with an explicit stack and handle any depth (a
+//! `serde_json::Value` tree would be dropped and serialized recursively, once per level).
 
 use rustc_hash::FxHashMap;
 use std::io::{self, Write};
-
-use serde_json::{json, Map, Value};
 
 use crate::profile::{CallFrame, Profile};
 
@@ -50,96 +46,11 @@ fn zero_based(v8: i32) -> i32 {
     }
 }
 
-fn call_frame_value(frame: &CallFrame) -> Value {
-    json!({
-        "functionName": frame.function_name,
-        "scriptId": frame.script_id.to_string(),
-        "url": frame.url,
-        "lineNumber": zero_based(frame.line_number),
-        "columnNumber": zero_based(frame.column_number),
-    })
-}
-
 fn root_frame() -> CallFrame {
     CallFrame {
         function_name: "(root)".into(),
         ..CallFrame::default()
     }
-}
-
-/// Nodes reachable from the root in pre-order, each once (guards against malformed child lists).
-fn preorder(profile: &Profile) -> Vec<usize> {
-    let mut order = Vec::with_capacity(profile.nodes.len());
-    if profile.nodes.is_empty() {
-        return order;
-    }
-    let mut seen = vec![false; profile.nodes.len()];
-    let mut stack = vec![0usize];
-    while let Some(i) = stack.pop() {
-        if std::mem::replace(&mut seen[i], true) {
-            continue;
-        }
-        order.push(i);
-        stack.extend(
-            profile.nodes[i]
-                .children
-                .iter()
-                .rev()
-                .filter(|&&c| c < seen.len() && !seen[c]),
-        );
-    }
-    order
-}
-
-fn samples_value(profile: &Profile) -> Value {
-    Value::Array(
-        profile
-            .samples
-            .iter()
-            .map(|s| {
-                json!({
-                    "size": profile.sample_bytes(s).round() as u64,
-                    "nodeId": s.node_id,
-                    "ordinal": s.sample_id,
-                })
-            })
-            .collect(),
-    )
-}
-
-/// The profile as a `serde_json::Value`.
-pub fn to_value(profile: &Profile) -> Value {
-    if profile.nodes.is_empty() {
-        return json!({
-            "head": { "callFrame": call_frame_value(&root_frame()), "selfSize": 0, "id": 0,
-                      "children": [] },
-            "samples": samples_value(profile),
-        });
-    }
-    let sizes = self_sizes(profile);
-    let order = preorder(profile);
-    let mut built: Vec<Option<Value>> = vec![None; profile.nodes.len()];
-    // Reverse pre-order visits every child before its parent: no recursion needed.
-    for &i in order.iter().rev() {
-        let node = &profile.nodes[i];
-        let children: Vec<Value> = node
-            .children
-            .iter()
-            .filter_map(|&c| built.get_mut(c).and_then(Option::take))
-            .collect();
-        let mut obj = Map::new();
-        obj.insert("callFrame".into(), call_frame_value(&node.frame));
-        obj.insert("selfSize".into(), sizes[i].into());
-        obj.insert("id".into(), node.id.into());
-        obj.insert("children".into(), Value::Array(children));
-        built[i] = Some(Value::Object(obj));
-    }
-    let head = built[0].take().unwrap_or(Value::Null);
-    // Not `json!`: it would re-serialize (and so recurse through and copy) the whole tree.
-    let mut top = Map::new();
-    top.insert("head".into(), head);
-    top.insert("samples".into(), samples_value(profile));
-    Value::Object(top)
 }
 
 /// The profile as compact JSON text.
@@ -229,6 +140,7 @@ fn write_node_open<W: io::Write>(
 mod tests {
     use super::*;
     use crate::profile::Sample;
+    use serde_json::Value;
 
     fn frame(name: &str, line: i32, col: i32) -> CallFrame {
         CallFrame {
@@ -260,7 +172,7 @@ mod tests {
     #[test]
     fn shape_matches_cdp() {
         let p = small();
-        let v = to_value(&p);
+        let v: Value = serde_json::from_str(&to_string(&p)).unwrap();
         let head = &v["head"];
         assert_eq!(head["id"], 1);
         assert_eq!(head["selfSize"], 0);
@@ -291,14 +203,12 @@ mod tests {
     }
 
     #[test]
-    fn string_and_value_agree() {
-        let p = small();
-        let parsed: Value = serde_json::from_str(&to_string(&p)).unwrap();
-        assert_eq!(parsed, to_value(&p));
+    fn an_empty_profile_has_a_root() {
         let empty = Profile::new(0);
         let parsed: Value = serde_json::from_str(&to_string(&empty)).unwrap();
-        assert_eq!(parsed, to_value(&empty));
         assert_eq!(parsed["head"]["callFrame"]["functionName"], "(root)");
+        assert_eq!(parsed["head"]["children"].as_array().unwrap().len(), 0);
+        assert_eq!(parsed["samples"].as_array().unwrap().len(), 0);
     }
 
     fn deep(depth: u32) -> Profile {
@@ -319,8 +229,8 @@ mod tests {
 
     #[test]
     fn deep_trees_do_not_recurse() {
-        // Far deeper than any stack depth V8 records; a small thread stack proves the writer and
-        // the builder do not recurse per level.
+        // Far deeper than any stack depth V8 records; a small thread stack proves the writer
+        // does not recurse per level.
         std::thread::Builder::new()
             .stack_size(256 * 1024)
             .spawn(|| {
@@ -329,26 +239,6 @@ mod tests {
                 assert!(s.starts_with("{\"head\":{\"callFrame\":"));
                 assert_eq!(s.matches("\"children\":[").count(), 100_000);
                 assert!(s.contains("\"id\":100000,\"children\":[]}"));
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-        // The Value form is built without recursion, but serde_json drops (and serializes) a
-        // Value recursively: check a tree past the deepest stack V8 records (1024 frames + root)
-        // on a 2 MiB thread stack (Rust's default for spawned threads; Node workers get 4 MiB).
-        std::thread::Builder::new()
-            .stack_size(2 * 1024 * 1024)
-            .spawn(|| {
-                let p = deep(1100);
-                let v = to_value(&p);
-                let mut node = &v["head"];
-                let mut depth = 1;
-                while let Some(child) = node["children"].get(0) {
-                    node = child;
-                    depth += 1;
-                }
-                assert_eq!(depth, 1100);
-                assert!(node["selfSize"].as_u64().unwrap() > 500_000);
             })
             .unwrap()
             .join()

@@ -171,23 +171,6 @@ impl LabelSet {
         unsafe { &*(word as *const LabelSet) }
     }
 
-    /// A new `Arc` for the set behind `word`; the word keeps its own reference.
-    ///
-    /// One atomic increment, no allocation, no lock.
-    ///
-    /// # Safety
-    /// Same as [`retain_word`](Self::retain_word).
-    #[inline]
-    pub unsafe fn clone_from_word(word: usize) -> Arc<LabelSet> {
-        // SAFETY: `word` is a live `Arc<LabelSet>` pointer (caller's guarantee). We first add a
-        // reference, then `from_raw` adopts exactly that new reference, so the word's own
-        // reference is untouched.
-        unsafe {
-            Arc::increment_strong_count(word as *const LabelSet);
-            Arc::from_raw(word as *const LabelSet)
-        }
-    }
-
     /// Turns a word back into the `Arc` it owns (consumes the word's reference).
     ///
     /// No allocation, no lock, no atomic operation.
@@ -1110,7 +1093,7 @@ mod tests {
     }
 
     #[test]
-    fn word_retain_release_and_clone_move_the_refcount() {
+    fn word_retain_and_release_move_the_refcount() {
         let reg = LabelRegistry::new(10);
         let set = reg.intern(p(&[("k", "v")])).unwrap();
         assert_eq!(Arc::strong_count(&set), 2); // registry + `set`
@@ -1123,10 +1106,6 @@ mod tests {
             LabelSet::retain_word(word);
             assert_eq!(Arc::strong_count(&set), 4);
             assert_eq!(LabelSet::word_as_ref(word).get("k"), Some("v"));
-            let cloned = LabelSet::clone_from_word(word);
-            assert!(Arc::ptr_eq(&cloned, &set));
-            assert_eq!(Arc::strong_count(&set), 5);
-            drop(cloned);
             LabelSet::release_word(word);
             assert_eq!(Arc::strong_count(&set), 3);
             let back = LabelSet::from_word(word);

@@ -186,45 +186,6 @@ impl Profile {
         self.samples.iter().map(|s| self.sample_bytes(s)).sum()
     }
 
-    /// Index in [`nodes`](Self::nodes) of the node with V8 id `node_id`. O(1) when ids equal indices
-    /// (or are offset by a constant), O(n) otherwise; bulk users build a [`NodeIndex`].
-    pub fn node_index(&self, node_id: u32) -> Option<usize> {
-        let first = self.nodes.first()?.id;
-        let guess = node_id.wrapping_sub(first) as usize;
-        if self.nodes.get(guess).is_some_and(|n| n.id == node_id) {
-            return Some(guess);
-        }
-        self.nodes.iter().position(|n| n.id == node_id)
-    }
-
-    /// Estimated bytes allocated directly by the node at `node` (an index), i.e. of the samples
-    /// whose `node_id` is that node's id.
-    pub fn self_size(&self, node: usize) -> f64 {
-        let Some(id) = self.nodes.get(node).map(|n| n.id) else {
-            return 0.0;
-        };
-        self.samples
-            .iter()
-            .filter(|s| s.node_id == id)
-            .map(|s| self.sample_bytes(s))
-            .sum()
-    }
-
-    /// Node indices from the node with id `node_id` up to and including the root: leaf first.
-    /// Empty when no node has that id.
-    pub fn stack(&self, node_id: u32) -> Vec<usize> {
-        let mut out = Vec::new();
-        let mut cur = self.node_index(node_id);
-        while let Some(i) = cur {
-            out.push(i);
-            cur = self.nodes[i].parent;
-            if out.len() > self.nodes.len() {
-                break; // malformed parent cycle; never loop forever
-            }
-        }
-        out
-    }
-
     /// Groups samples and external bytes by full label set (`key = None`) or by the value of one
     /// key. Unlabeled samples, samples of the empty set, samples whose set lacks `key`, and
     /// unlabeled external bytes form the [`GroupLabels::Unlabeled`] group (present only when
@@ -438,19 +399,13 @@ mod tests {
     }
 
     #[test]
-    fn node_lookup_stack_and_self_size() {
+    fn node_index_and_estimates() {
         let mut p = tree();
-        assert_eq!(p.node_index(11), Some(2));
-        assert_eq!(p.node_index(12), Some(3));
-        assert_eq!(p.node_index(99), None);
-        p.nodes[1].id = 50; // ids no longer a constant offset: falls back to the scan
-        assert_eq!(p.node_index(50), Some(1));
+        assert_eq!(NodeIndex::new(&p).get(11), Some(2));
+        assert_eq!(NodeIndex::new(&p).get(99), None);
+        p.nodes[1].id = 50; // ids no longer a constant offset
         assert_eq!(NodeIndex::new(&p).get(50), Some(1));
         p.nodes[1].id = 10;
-
-        assert_eq!(p.stack(11), [2, 1, 0]);
-        assert_eq!(p.stack(1), [0]);
-        assert!(p.stack(99).is_empty());
         assert_eq!(p.nodes[0].children, [1, 3]);
 
         p.samples = vec![
@@ -458,9 +413,12 @@ mod tests {
             sample(11, 1024, None),
             sample(12, 8, None),
         ];
-        assert!(close(p.self_size(2), 2.0 * 1_619.944_147_834_190_3));
-        assert_eq!(p.self_size(1), 0.0);
-        assert!(close(p.estimated_bytes(), p.self_size(2) + p.self_size(3)));
+        let one_kib = 1_619.944_147_834_190_3;
+        assert!(close(p.sample_bytes(&p.samples[0]), one_kib));
+        assert!(close(
+            p.estimated_bytes(),
+            2.0 * one_kib + p.sample_bytes(&p.samples[2])
+        ));
     }
 
     #[test]
