@@ -475,3 +475,51 @@ test('diff --html: growth bars per label and the growth flame graph', { timeout:
   // Stacks that grew only (shrinking ones are left out), so at least the site's net growth.
   assert.ok(frames.reduce((n, f) => n + f.value, 0) >= siteGrowth, `${frames.map((f) => f.value)} vs ${siteGrowth}`);
 });
+
+// Three labeled snapshots as the patched runtime writes them (pprof-format, figures set here), so
+// that the multi-label page (several bars, one timeline line per label, selecting another label)
+// is checked on every runtime.
+test('report --html of labeled snapshots: a line per label over time, clicking a label shows its tree', { timeout: 180_000 }, async (t) => {
+  const files = [1, 2, 3].map((n) => {
+    const st = new StringTable();
+    const s = (x) => st.dedup(x);
+    const names = [['main', 1], ['handle', 9], ['keep', 5]];
+    const functions = names.map(([name, line], i) => new PFunction({ id: i + 1, name: s(name), systemName: s(name), filename: s('/app.js'), startLine: line }));
+    const location = names.map(([, line], i) => new Location({ id: i + 1, line: [new Line({ functionId: i + 1, line })] }));
+    const route = (v) => [new Label({ key: s('route'), str: s(v) })];
+    const p = new Profile({
+      sampleType: [['inuse_objects', 'count'], ['inuse_space', 'bytes']].map(([type, unit]) => new ValueType({ type: s(type), unit: s(unit) })),
+      sample: [
+        new Sample({ locationId: [3, 2, 1], value: [10 * n, 100_000 * n], label: route('/big') }),
+        new Sample({ locationId: [2, 1], value: [5, 40_000], label: route('/small') }),
+        new Sample({ locationId: [1], value: [2, 20_000 * (4 - n)], label: [] }),
+      ],
+      location,
+      function: functions,
+      stringTable: st,
+      timeNanos: 1_700_000_000_000_000_000n,
+      durationNanos: BigInt(n) * 60_000_000_000n,
+      period: 4096,
+    });
+    const file = path.join(tmp, `labeled-${n}.pb.gz`);
+    fs.writeFileSync(file, zlib.gzipSync(p.encode()));
+    return file;
+  });
+  const html = path.join(tmp, 'labeled.html');
+  // Given out of time order: the timeline orders by read time.
+  const r = cli('report', files[2], files[0], files[1], '--key', 'route', '--html', html);
+  assert.equal(r.status, 0, r.stderr);
+  const page = await inBrowser(t, html, 'report-labeled.png', async (p) => {
+    const rows = await p.$$eval('tr.label-row', (trs) => trs.map((tr) => [tr.dataset.label, Number(tr.dataset.bytes)]));
+    const lines = await p.$$eval('#timeline polyline', (ls) => Object.fromEntries(ls.map((l) => [l.dataset.label, l.dataset.bytes])));
+    const ticks = await p.$$eval('#timeline text', (ts) => ts.map((x) => x.textContent));
+    await p.locator('tr.label-row', { hasText: 'route=/small' }).click();
+    const flame = await p.$$eval('#flame .frame', (fs) => fs.map((f) => [f.dataset.name, Number(f.dataset.value)]));
+    return { rows, lines, ticks, flame, flameLabel: await p.getAttribute('#flame', 'data-label') };
+  });
+  assert.deepEqual(page.rows, [['route=/big', 300_000], ['route=/small', 40_000], ['(unlabeled)', 20_000]]);
+  assert.deepEqual(page.lines, { 'route=/big': '100000 200000 300000', 'route=/small': '40000 40000 40000', '(unlabeled)': '60000 40000 20000' });
+  assert.ok(['+0.0 s', '+60.0 s', '+120.0 s'].every((x) => page.ticks.includes(x)), page.ticks.join(' '));
+  assert.equal(page.flameLabel, 'route=/small');
+  assert.deepEqual(page.flame, [['all', 40_000], ['main /app.js:1', 40_000], ['handle /app.js:9', 40_000]]);
+});

@@ -6,7 +6,6 @@
 
 const fs = require('node:fs');
 const zlib = require('node:zlib');
-const { Profile } = require('pprof-format');
 
 // The overflow set's key (core/src/labels.rs): a group of its own, whatever key is grouped by.
 const OVERFLOW_KEY = 'heap_labels.overflow';
@@ -39,6 +38,9 @@ function readPprof(bytes, source = 'profile') {
   } catch (e) {
     throw new ReportError(`${source}: not a gzip'd pprof profile (${e.message})`);
   }
+  // Loaded here, not with the module: the package entry point (diffProfiles) reaches this file,
+  // and loading lib/ must not need the decoder (nor its resolution from every realm lib/ runs in).
+  const { Profile } = require('pprof-format');
   let p;
   try {
     p = Profile.decode(raw);
