@@ -59,7 +59,7 @@ const labeled = () => run().capabilities.sampleLabels;
 function expected(file, key) {
   const p = decodePprof(fs.readFileSync(file));
   const idx = (type) => p.sampleTypes.findIndex((t) => t.type === type);
-  const [ib, io] = [idx('inuse_space'), idx('inuse_objects')];
+  const [ib, io, ab, ao] = [idx('inuse_space'), idx('inuse_objects'), idx('alloc_space'), idx('alloc_objects')];
   const fnOf = new Map(p.functions.map((f) => [f.id, f]));
   const locOf = new Map(p.locations.map((l) => [l.id, l]));
   const groups = new Map();
@@ -70,10 +70,14 @@ function expected(file, key) {
     if (s.labels.length === 0) name = '(unlabeled)';
     else if (key === undefined || labels['heap_labels.overflow']) name = Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(',');
     else name = key in labels ? `${key}=${labels[key]}` : '(unlabeled)';
-    const g = groups.get(name) ?? { name, bytes: 0, objects: 0, samples: 0, sites: new Map() };
+    const g = groups.get(name) ?? { name, bytes: 0, objects: 0, allocBytes: 0, allocObjects: 0, samples: 0, sites: new Map() };
     groups.set(name, g);
     g.bytes += s.values[ib];
     g.objects += s.values[io];
+    if (ab >= 0) {
+      g.allocBytes += s.values[ab];
+      g.allocObjects += s.values[ao];
+    }
     g.samples++;
     total += s.values[ib];
     const leaf = locOf.get(s.locationIds[0]);
@@ -82,7 +86,7 @@ function expected(file, key) {
     const site = !fn ? '(other sites)' : fn.filename ? `${fn.name} ${fn.filename}:${leaf.lines[0].line}` : fn.name;
     g.sites.set(site, (g.sites.get(site) ?? 0) + s.values[ib]);
   }
-  return { total, groups, profile: p };
+  return { total, groups, profile: p, hasAllocations: ab >= 0 && ao >= 0 };
 }
 
 const close = (a, b, slack, what) => assert.ok(Math.abs(a - b) <= slack, `${what}: ${a} vs ${b} (slack ${slack})`);
@@ -267,6 +271,44 @@ test('go tool pprof -diff_base reads two of these files: the growth at retainBig
     assert.equal(focused.status, 0, focused.stderr);
     assert.match(focused.stdout, /retainBig/);
   }
+});
+
+test('allocated figures (trackAllocations): alloc columns where the profile has alloc_* types, none elsewhere', () => {
+  const dir = fs.mkdtempSync(path.join(tmp, 'alloc-'));
+  const r = runFixture('report-workload.js', { nodeArgs: FLAGS, args: [dir, 'alloc'] });
+  assert.equal(r.status, 0, r.stderr);
+  const snap = r.json.snapshots[2];
+  const exp = expected(snap.file, 'route');
+  // The patched runtime reports dead samples; stock Node.js 26 marks kept ones (V8's is_live).
+  assert.equal(exp.hasAllocations, snap.hasAllocations);
+  const [out] = cliJson('report', snap.file, '--key', 'route');
+  assert.equal(out.hasAllocations, snap.hasAllocations);
+  const text = cli('report', snap.file, '--key', 'route').stdout;
+  if (!snap.hasAllocations) {
+    assert.doesNotMatch(text, /alloc bytes/);
+    assert.ok(out.groups.every((g) => g.allocBytes === 0 && g.allocObjects === 0));
+    return;
+  }
+  assert.match(text, /in-use objects\s+alloc bytes\s+alloc share\s+alloc objects/);
+  for (const g of out.groups) {
+    const e = exp.groups.get(g.name);
+    assert.equal(g.allocBytes, e.allocBytes, g.name);
+    assert.equal(g.allocObjects, e.allocObjects, g.name);
+    // Allocated includes what is still in use, and the churn the workload dropped.
+    assert.ok(g.allocBytes >= g.inuseBytes * 0.5, `${g.name}: allocated ${g.allocBytes}, in use ${g.inuseBytes}`);
+  }
+  const grown = out.groups.find((g) => g.name === (r.json.capabilities.sampleLabels ? 'route=/report/big' : '(unlabeled)'));
+  assert.ok(grown.allocBytes > grown.inuseBytes, 'the churn of /report/big was allocated and dropped');
+});
+
+test('package.json bin: heap-labels is bin/heap-labels.js, an executable node script', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
+  assert.equal(pkg.bin['heap-labels'], 'bin/heap-labels.js');
+  assert.ok(pkg.files.includes('bin/'));
+  assert.ok(pkg.dependencies['pprof-format']);
+  const bin = path.join(root, pkg.bin['heap-labels']);
+  assert.match(fs.readFileSync(bin, 'utf8'), /^#!\/usr\/bin\/env node\n/);
+  assert.ok(fs.statSync(bin).mode & 0o111, 'executable');
 });
 
 test('bad input: one line on stderr, exit status 2, no stack trace', () => {
