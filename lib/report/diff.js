@@ -70,43 +70,38 @@ function checkOptions(options) {
 // when both have them); sites from their samples and call trees (in-use bytes).
 function diffProfiles(base, current, options) {
   const o = checkOptions(options);
-  const models = [base, current].map((p, i) => fromAllocationProfile(p, i === 0 ? 'base' : 'current'));
-  const result = diffModels(models[0], models[1], o);
-  const figuresOf = (profile) => {
+  const result = diffModels(fromAllocationProfile(base, 'base'), fromAllocationProfile(current, 'current'), o);
+  // name -> { labels, figures } of one profile's byLabel(key).
+  const groupsOf = (profile) => {
     const out = new Map();
     for (const g of profile.byLabel(o.key)) {
-      out.set(labelText(canonicalLabels(Object.entries(g.labels))), {
-        inuseBytes: g.bytes,
-        inuseObjects: g.objects,
-        allocBytes: g.allocatedBytes ?? 0,
-        allocObjects: g.allocatedObjects ?? 0,
+      const labels = canonicalLabels(Object.entries(g.labels));
+      out.set(labelText(labels), {
+        labels,
+        figures: { inuseBytes: g.bytes, inuseObjects: g.objects, allocBytes: g.allocatedBytes ?? 0, allocObjects: g.allocatedObjects ?? 0 },
       });
     }
     return out;
   };
-  const [fb, fc] = [figuresOf(base), figuresOf(current)];
-  const hasAllocations = Boolean(base.hasAllocations && current.hasAllocations);
-  // byLabel also lists groups with external bytes only, and allocated-only groups: add them.
-  const seen = new Set(result.groups.map((g) => g.name));
-  for (const [name, figures] of [...fb, ...fc]) {
-    if (!seen.has(name)) {
-      seen.add(name);
-      const labels = [base, current].flatMap((p) => p.byLabel(o.key)).find((g) => labelText(canonicalLabels(Object.entries(g.labels))) === name).labels;
-      result.groups.push({ ...diffRow(name, canonicalLabels(Object.entries(labels)), figures, figures), sites: [] });
-    }
+  const [gb, gc] = [groupsOf(base), groupsOf(current)];
+  // byLabel also has groups without live samples (external bytes only, or allocated only).
+  const rows = new Map(result.groups.map((g) => [g.name, g]));
+  for (const [name, { labels }] of [...gb, ...gc]) {
+    if (!rows.has(name)) rows.set(name, { name, labels, sites: [] });
   }
-  for (const g of result.groups) {
-    Object.assign(g, diffRow(g.name, g.labels, fb.get(g.name), fc.get(g.name)));
-  }
-  const sum = (m) => {
+  result.groups = [...rows.values()].map((g) => ({
+    ...diffRow(g.name, g.labels, gb.get(g.name)?.figures, gc.get(g.name)?.figures),
+    sites: g.sites,
+  }));
+  result.groups.sort(byGrowth);
+  const sum = (groups) => {
     const t = pick(undefined);
-    for (const f of m.values()) for (const k of FIGURES) t[k] += f[k];
+    for (const { figures } of groups.values()) for (const k of FIGURES) t[k] += figures[k];
     return t;
   };
-  result.total = diffRow('total', undefined, sum(fb), sum(fc));
+  result.total = diffRow('total', undefined, sum(gb), sum(gc));
   delete result.total.labels;
-  result.groups.sort(byGrowth);
-  result.hasAllocations = hasAllocations;
+  result.hasAllocations = Boolean(base.hasAllocations && current.hasAllocations);
   return result;
 }
 

@@ -79,6 +79,7 @@ function readPprof(bytes, source = 'profile') {
   }
   const labelCache = new Map();
   const samples = p.sample.map((s) => {
+    // String labels only (what this project writes); numeric ones (str unset) are not label sets.
     const pairs = s.label.filter((l) => num(l.str) !== 0 || num(l.num) === 0).map((l) => [str(l.key), str(l.str)]);
     const cacheKey = JSON.stringify(pairs);
     let labels = labelCache.get(cacheKey);
