@@ -565,3 +565,33 @@ test('report --html of labeled snapshots: a line per label over time, clicking a
   assert.equal(page.flameLabel, 'route=/small');
   assert.deepEqual(page.flame, [['all', 40_000], ['main /app.js:1', 40_000], ['handle /app.js:9', 40_000]]);
 });
+
+test('report --html with many label sets: every label has its bar, the largest 200 their call tree', { timeout: 180_000 }, async (t) => {
+  const st = new StringTable();
+  const s = (x) => st.dedup(x);
+  const n = 250;
+  const p = new Profile({
+    sampleType: [['inuse_objects', 'count'], ['inuse_space', 'bytes']].map(([type, unit]) => new ValueType({ type: s(type), unit: s(unit) })),
+    sample: Array.from({ length: n }, (_, i) => new Sample({ locationId: [1], value: [1, 1000 + i], label: [new Label({ key: s('tenant'), str: s(`t${i}`) })] })),
+    location: [new Location({ id: 1, line: [new Line({ functionId: 1, line: 3 })] })],
+    function: [new PFunction({ id: 1, name: s('alloc'), systemName: s('alloc'), filename: s('/app.js'), startLine: 3 })],
+    stringTable: st,
+    period: 4096,
+  });
+  const file = path.join(tmp, 'many.pb.gz');
+  fs.writeFileSync(file, zlib.gzipSync(p.encode()));
+  const html = path.join(tmp, 'many.html');
+  assert.equal(cli('report', file, '--html', html).status, 0);
+  const page = await inBrowser(t, html, 'report-many.png', async (pg) => {
+    const rows = await pg.$$eval('tr.label-row', (trs) => trs.map((tr) => tr.dataset.label));
+    await pg.locator('tr.label-row').nth(199).click();
+    const frames200 = await pg.$$eval('#flame .frame', (fs) => fs.length);
+    await pg.locator('tr.label-row').last().click();
+    return { rows, frames200, framesLast: await pg.$$eval('#flame .frame', (fs) => fs.length), detail: await pg.textContent('#flame-detail') };
+  });
+  assert.equal(page.rows.length, n);
+  assert.equal(page.rows[0], `tenant=t${n - 1}`, 'largest first');
+  assert.equal(page.frames200, 2); // "all" and alloc
+  assert.equal(page.framesLast, 0);
+  assert.match(page.detail, /no call tree in this page for tenant=t0: only the 200 largest labels have one/);
+});

@@ -8,6 +8,9 @@ const { groupModel, callTree, siteText } = require('./aggregate');
 
 // Nodes under this fraction of their tree's total are left out (bounded file size; invisible anyway).
 const MIN_FRACTION = 1 / 2000;
+// Call trees are kept for the largest groups only: a profile near maxLabelSets (10000 sets) would
+// otherwise make a page of tens of MB. The rest still have their bars and timeline points.
+const MAX_TREES = 200;
 
 function prune(tree) {
   const min = tree.value * MIN_FRACTION;
@@ -22,14 +25,14 @@ function snapshotData(model, key) {
     readNanos: model.readNanos,
     hasAllocations: model.hasAllocations,
     total,
-    groups: groups.map((g) => ({
+    groups: groups.map((g, i) => ({
       name: g.name,
       inuseBytes: g.inuseBytes,
       inuseObjects: g.inuseObjects,
       allocBytes: g.allocBytes,
       allocObjects: g.allocObjects,
       share: g.share,
-      tree: prune(callTree(g.samples)),
+      tree: i < MAX_TREES ? prune(callTree(g.samples)) : null,
     })),
   };
 }
@@ -92,13 +95,13 @@ function diffHtml(base, current, diff, { key } = {}) {
   const b = groupModel(base, key);
   const c = groupModel(current, key);
   const samplesOf = (grouped, name) => grouped.groups.find((g) => g.name === name)?.samples ?? [];
-  const groups = diff.groups.map((g) => ({
+  const groups = diff.groups.map((g, i) => ({
     name: g.name,
     base: g.base,
     current: g.current,
     delta: g.delta,
     percent: g.percent,
-    tree: growthTree(samplesOf(b, g.name), samplesOf(c, g.name)),
+    tree: i < MAX_TREES ? growthTree(samplesOf(b, g.name), samplesOf(c, g.name)) : null,
   }));
   return page('heap-labels diff', {
     kind: 'diff',
@@ -244,6 +247,12 @@ const SCRIPT = String.raw`
     select.value = name;
     for (const tr of labelsTable.querySelectorAll('tr.label-row')) tr.classList.toggle('selected', tr.getAttribute('data-label') === name);
     current = g;
+    if (!g.tree) {
+      flame.textContent = '';
+      flame.setAttribute('data-label', g.name);
+      detail.textContent = 'no call tree in this page for ' + g.name + ': only the ' + groups.filter((x) => x.tree).length + ' largest labels have one';
+      return;
+    }
     drawFlame(g.tree, [g.tree]);
   }
   function drawFlame(focus, path) {
