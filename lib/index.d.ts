@@ -274,6 +274,59 @@ export interface LabelCounters {
 /** Per-label counters without reading a profile (no call tree); cheap enough for every scrape. */
 export function labelCounters(): LabelCounters;
 
+// ---- diffs ------------------------------------------------------------------------------------
+
+/** The four figures of a group or site; allocated ones are 0 where the profile has none. */
+export interface ReportFigures {
+  inuseBytes: number;
+  inuseObjects: number;
+  allocBytes: number;
+  allocObjects: number;
+}
+
+/** Base, current and current - base of one group or site. */
+export interface GrowthFigures {
+  /** The group's or site's name: "route=/a,tenant=t1", "(unlabeled)", or "function file:line". */
+  name: string;
+  base: ReportFigures;
+  current: ReportFigures;
+  delta: ReportFigures;
+  /** Growth of in-use bytes in percent of the base's; null when the base had none (new). */
+  percent: number | null;
+}
+
+export interface LabelGrowth extends GrowthFigures {
+  /** The group's labels (equal to its byLabel() group's): a full set, `{ [key]: value }`, or `{}`. */
+  labels: Labels;
+  /** The sites (leaf function file:line) whose in-use bytes grew most, most first. */
+  sites: GrowthFigures[];
+}
+
+export interface ProfileDiff {
+  /** Whether both profiles have allocated figures (else the alloc* figures are 0). */
+  hasAllocations: boolean;
+  /** Where the profiles came from and when they were read (ns since the epoch; 0: unknown). */
+  base: { source: string; readNanos: number };
+  current: { source: string; readNanos: number };
+  total: GrowthFigures;
+  /** One row per group of either profile, most grown (in-use bytes) first. */
+  groups: LabelGrowth[];
+}
+
+export interface DiffOptions {
+  /** Group by this label key's value (as byLabel(key)); default: by full label set. */
+  key?: string;
+  /** Sites listed per group, default 10. */
+  top?: number;
+}
+
+/**
+ * Growth from `base` to `current` (two reads, e.g. before and after a load test): per label group
+ * the profiles' own byLabel(key) figures and their delta, and the sites (leaf frames of the
+ * samples' stacks) whose in-use bytes grew most. `heap-labels diff` does the same for pprof files.
+ */
+export function diffProfiles(base: AllocationProfile, current: AllocationProfile, options?: DiffOptions): ProfileDiff;
+
 declare const heapLabels: {
   withHeapProfileLabels: typeof withHeapProfileLabels;
   setHeapProfileLabels: typeof setHeapProfileLabels;
@@ -284,6 +337,7 @@ declare const heapLabels: {
   startAgent: typeof startAgent;
   currentAgent: typeof currentAgent;
   labelCounters: typeof labelCounters;
+  diffProfiles: typeof diffProfiles;
   limits: typeof limits;
 };
 export default heapLabels;

@@ -12,6 +12,7 @@
 //   startAgent(options) / currentAgent()                                  production agent (dumps,
 //                                                                         HTTP, near-heap-limit)
 //   labelCounters()                                                       per-label counters
+//   diffProfiles(base, current, { key, top })                             growth per label/site
 
 const instance = require('./instance');
 
@@ -29,6 +30,7 @@ function create() {
   const { native, addonPath } = require('./native');
   const { startAgent, currentAgent } = require('./agent');
   const { counters: labelCounters } = require('./counters');
+  const { diffProfiles } = require('./report/diff');
 
   // Bookkeeping of this isolate, for watching label cardinality: label sets still referenced (by a
   // label holder, a live sample or live external bytes), holders alive and, of those, the ones on
@@ -54,6 +56,7 @@ function create() {
     startAgent,
     currentAgent,
     labelCounters,
+    diffProfiles,
     limits: Object.freeze({
       maxLabels: MAX_LABELS,
       maxKeyBytes: MAX_KEY_BYTES,

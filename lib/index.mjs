@@ -12,6 +12,7 @@ export const {
   startAgent,
   currentAgent,
   labelCounters,
+  diffProfiles,
   limits,
 } = heapLabels;
 

@@ -33,6 +33,7 @@ APT_NEEDS=(
   "ccache:ccache"
   "g++:build-essential"
   "openssl:openssl"
+  "chromium:chromium"
 )
 
 PASSED=()

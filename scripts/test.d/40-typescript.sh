@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Type-checks lib/index.d.ts and the integrations' lib/integrations/*.d.ts against
-# tests/types/usage.ts (every export used as the README shows, with the frameworks' own types from
+# Type-checks lib/index.d.ts, lib/report/*.d.ts and the integrations' lib/integrations/*.d.ts against
+# tests/types/*.ts (every export used as the README shows, with the frameworks' own types from
 # the devDependencies, and misuse it must reject) with TypeScript from the npm registry, installed
 # once into the cache.
 set -uo pipefail
@@ -13,4 +13,4 @@ if [[ ! -x "$tools/node_modules/.bin/tsc" ]]; then
 fi
 ln -sfn "$tools/node_modules" tests/types/node_modules
 trap 'rm -f tests/types/node_modules' EXIT
-"$tools/node_modules/.bin/tsc" -p tests/types/tsconfig.json && echo "lib/index.d.ts, lib/integrations/*.d.ts: type check passed"
+"$tools/node_modules/.bin/tsc" -p tests/types/tsconfig.json && echo "lib/index.d.ts, lib/report/*.d.ts, lib/integrations/*.d.ts: type check passed"

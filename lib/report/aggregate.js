@@ -1,0 +1,88 @@
+'use strict';
+// Per-label rows and per-site rows of a model (lib/report/model.js), grouped as byLabel() groups:
+// by full label set, or by one key's value; unlabeled samples (and, with a key, samples without
+// it) form the unlabeled group `{}`; the overflow set stays a group of its own.
+
+const { OVERFLOW_KEY } = require('./model');
+
+const FIGURES = ['inuseBytes', 'inuseObjects', 'allocBytes', 'allocObjects'];
+const UNLABELED = Object.freeze({});
+
+// How a group is named in tables, the HTML and diff rows.
+function labelText(labels) {
+  const keys = Object.keys(labels);
+  if (keys.length === 0) return '(unlabeled)';
+  return keys.map((k) => `${k}=${labels[k]}`).join(',');
+}
+
+function groupLabelsOf(labels, key) {
+  if (Object.keys(labels).length === 0) return UNLABELED;
+  if (key === undefined || Object.hasOwn(labels, OVERFLOW_KEY)) return labels;
+  if (!Object.hasOwn(labels, key)) return UNLABELED;
+  return Object.freeze({ [key]: labels[key] });
+}
+
+const zero = () => ({ inuseBytes: 0, inuseObjects: 0, allocBytes: 0, allocObjects: 0 });
+function add(into, from) {
+  for (const f of FIGURES) into[f] += from[f];
+}
+
+const siteText = (frame) => (frame.file ? `${frame.name} ${frame.file}:${frame.line}` : frame.name);
+
+// Largest in-use first, then allocated, then by name (stable output for equal figures).
+function byFigures(a, b) {
+  return b.inuseBytes - a.inuseBytes || b.allocBytes - a.allocBytes || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}
+
+// Groups of `model`: [{ name, labels, ...figures, share, sites: [{ name, frame, ...figures }] }],
+// largest first; `share` is of the profile's total in-use bytes. `sites` are every leaf site of the
+// group (callers trim to their top N), keyed by function file:line.
+function groupModel(model, key) {
+  const groups = new Map();
+  const total = zero();
+  for (const s of model.samples) {
+    add(total, s);
+    const labels = groupLabelsOf(s.labels, key);
+    const name = labelText(labels);
+    let g = groups.get(name);
+    if (g === undefined) groups.set(name, (g = { name, labels, ...zero(), sites: new Map(), samples: [] }));
+    add(g, s);
+    g.samples.push(s);
+    const leaf = s.stack[0];
+    const site = siteText(leaf);
+    let row = g.sites.get(site);
+    if (row === undefined) g.sites.set(site, (row = { name: site, frame: leaf, ...zero() }));
+    add(row, s);
+  }
+  const rows = [...groups.values()].map((g) => ({
+    ...g,
+    share: total.inuseBytes > 0 ? g.inuseBytes / total.inuseBytes : 0,
+    allocShare: total.allocBytes > 0 ? g.allocBytes / total.allocBytes : 0,
+    sites: [...g.sites.values()].sort(byFigures),
+  }));
+  rows.sort(byFigures);
+  return { total, groups: rows };
+}
+
+// A call tree (root first) of some samples, for flame graphs: { name, value, children[] } with the
+// in-use bytes (or allocated bytes with `field`) of each path.
+function callTree(samples, field = 'inuseBytes') {
+  const root = { name: 'all', value: 0, children: new Map() };
+  for (const s of samples) {
+    const v = s[field];
+    if (!v) continue;
+    root.value += v;
+    let node = root;
+    for (let i = s.stack.length - 1; i >= 0; i--) {
+      const name = siteText(s.stack[i]);
+      let child = node.children.get(name);
+      if (child === undefined) node.children.set(name, (child = { name, value: 0, children: new Map() }));
+      child.value += v;
+      node = child;
+    }
+  }
+  const finish = (n) => ({ name: n.name, value: n.value, children: [...n.children.values()].sort((a, b) => b.value - a.value).map(finish) });
+  return finish(root);
+}
+
+module.exports = { groupModel, callTree, labelText, siteText, FIGURES, UNLABELED };

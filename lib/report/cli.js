@@ -1,0 +1,114 @@
+'use strict';
+// `heap-labels report|diff`: argument parsing and the commands. Bad input (usage, unreadable or
+// non-pprof files) is a ReportError: one line on stderr and exit status 2, no stack trace.
+
+const fs = require('node:fs');
+const { parseArgs } = require('node:util');
+const { readPprofFile, ReportError } = require('./model');
+const { groupModel } = require('./aggregate');
+const { diffModels } = require('./diff');
+const { reportText, diffText } = require('./text');
+const { reportHtml, diffHtml } = require('./html');
+
+const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N] [--html OUT.html] [--json]
+       heap-labels diff <base.pb.gz> <current.pb.gz> [--key KEY] [--top N] [--html OUT.html] [--json]
+
+  report   per-label in-use (and allocated) bytes and objects, and the top allocation sites of each
+           label; several profiles: one report each, and with --html live bytes per label over time
+  diff     growth per label from base to current, and the top growing sites of each label
+  --key KEY      group by the value of label KEY instead of by full label set
+  --top N        sites listed per label (default 10; 0: none)
+  --html FILE    also write a self-contained HTML view (bars, flame graph, timeline)
+  --json         print the figures as JSON instead of the text tables`;
+
+const OPTIONS = {
+  key: { type: 'string' },
+  top: { type: 'string' },
+  html: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+};
+
+function parse(argv) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  } catch (e) {
+    // node:util's messages carry a long hint after the first sentence; keep the first sentence.
+    throw new ReportError(`${e.message.split(/\.\s/)[0].replace(/\.$/, '')} (heap-labels --help for usage)`);
+  }
+  const { values, positionals } = parsed;
+  const o = { command: positionals[0], files: positionals.slice(1), key: values.key, html: values.html, json: Boolean(values.json), help: Boolean(values.help), top: 10 };
+  if (values.top !== undefined) {
+    if (!/^\d+$/.test(values.top)) throw new ReportError(`--top must be a non-negative integer, got ${JSON.stringify(values.top)}`);
+    o.top = Number(values.top);
+  }
+  if (o.key !== undefined && o.key === '') throw new ReportError('--key must not be empty');
+  if (o.html !== undefined && o.html === '') throw new ReportError('--html needs a file name');
+  return o;
+}
+
+function writeHtml(file, html) {
+  try {
+    fs.writeFileSync(file, html);
+  } catch (e) {
+    throw new ReportError(`${file}: cannot write: ${e.code ?? e.message}`);
+  }
+}
+
+// JSON view of one model's groups (the figures the text table shows, unrounded).
+function groupsJson(model, key, top) {
+  const { total, groups } = groupModel(model, key);
+  return {
+    source: model.source,
+    timeNanos: model.timeNanos,
+    readNanos: model.readNanos,
+    period: model.period,
+    hasAllocations: model.hasAllocations,
+    total,
+    groups: groups.map(({ samples, sites, ...g }) => ({ ...g, sites: sites.slice(0, top).map(({ frame, ...s }) => ({ ...s, function: frame.name, file: frame.file, line: frame.line })) })),
+  };
+}
+
+// Runs one command line; returns the exit status. `io` is where output goes (tests pass buffers).
+function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
+  try {
+    const o = parse(argv);
+    if (o.help || o.command === undefined) {
+      (o.help ? io.stdout : io.stderr).write(`${USAGE}\n`);
+      return o.help ? 0 : 2;
+    }
+    if (o.command === 'report') {
+      if (o.files.length === 0) throw new ReportError('report: no profile given (heap-labels report <profile.pb.gz>...)');
+      const models = o.files.map(readPprofFile);
+      if (o.json) {
+        io.stdout.write(`${JSON.stringify(models.map((m) => groupsJson(m, o.key, o.top)), null, 2)}\n`);
+      } else {
+        io.stdout.write(models.map((m) => reportText(m, o)).join('\n'));
+      }
+      if (o.html) {
+        writeHtml(o.html, reportHtml(models, o));
+        io.stderr.write(`wrote ${o.html}\n`);
+      }
+      return 0;
+    }
+    if (o.command === 'diff') {
+      if (o.files.length !== 2) throw new ReportError(`diff: needs two profiles (base and current), got ${o.files.length}`);
+      const [base, current] = o.files.map(readPprofFile);
+      const diff = diffModels(base, current, o);
+      io.stdout.write(o.json ? `${JSON.stringify(diff, null, 2)}\n` : diffText(diff, o));
+      if (o.html) {
+        writeHtml(o.html, diffHtml(base, current, diff, o));
+        io.stderr.write(`wrote ${o.html}\n`);
+      }
+      return 0;
+    }
+    throw new ReportError(`unknown command ${JSON.stringify(o.command)} (expected report or diff; heap-labels --help for usage)`);
+  } catch (e) {
+    if (!(e instanceof ReportError)) throw e;
+    io.stderr.write(`heap-labels: ${e.message}\n`);
+    return 2;
+  }
+}
+
+module.exports = { main, USAGE };

@@ -1,0 +1,16 @@
+// Number formatting and text tables (lib/report/format.js).
+
+/** 1536 -> "1.5 KiB". */
+export function formatBytes(n: number): string;
+/** 12345.6 -> "12,346". */
+export function formatCount(n: number): string;
+/** 0.5 -> "50.0%". */
+export function formatPercent(fraction: number): string;
+/** Signed bytes: "+1.5 KiB". */
+export function formatDeltaBytes(n: number): string;
+/** Signed count: "+12". */
+export function formatDeltaCount(n: number): string;
+/** A percent growth, or "new" for null. */
+export function formatGrowth(percent: number | null): string;
+/** Aligned columns: the first left-aligned, the others right-aligned. */
+export function table(header: string[], rows: (string | number)[][], indent?: string): string;

@@ -1,0 +1,8 @@
+// Self-contained HTML views (lib/report/html.js).
+import type { ProfileDiff } from '../index.js';
+import type { HeapModel } from './model.js';
+
+/** One page: label bars and flame graph of the latest model; several models: a timeline too. */
+export function reportHtml(models: HeapModel[], options?: { key?: string }): string;
+/** One page of a diff (diffModels(base, current)): growth bars and growth flame graphs. */
+export function diffHtml(base: HeapModel, current: HeapModel, diff: ProfileDiff, options?: { key?: string }): string;

@@ -1,0 +1,22 @@
+'use strict';
+// Reports and diffs of heap profiles (pprof files or AllocationProfile reads); pure JS, no addon.
+
+const { readPprof, readPprofFile, fromAllocationProfile, ReportError } = require('./model');
+const { groupModel } = require('./aggregate');
+const { diffModels, diffProfiles } = require('./diff');
+const { reportText, diffText } = require('./text');
+const { reportHtml, diffHtml } = require('./html');
+
+module.exports = {
+  readPprof,
+  readPprofFile,
+  fromAllocationProfile,
+  groupModel,
+  diffModels,
+  diffProfiles,
+  reportText,
+  diffText,
+  reportHtml,
+  diffHtml,
+  ReportError,
+};
