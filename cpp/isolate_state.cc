@@ -38,8 +38,10 @@ bool IsolateState::start_sampling(const StartOptions& options) {
 // plain one otherwise.
 bool IsolateState::StartProfiler(const StartOptions& options) {
   reports_dead_samples_ = false;
-  keeps_dead_samples_ = options.track_allocations && options.include_major_gc &&
-                        options.include_minor_gc && SamplesCarryLiveness();
+  keeps_dead_samples_ = options.track_allocations &&
+                        options.include_objects_collected_by_major_gc &&
+                        options.include_objects_collected_by_minor_gc &&
+                        SamplesCarryLiveness();
   if (!GetPatchedApi().sample_labels_ready || labels_key_.IsEmpty()) {
     return StartSamplingHeapProfiler(isolate_, options);
   }

@@ -116,10 +116,10 @@ bool SamplesCarryLiveness() {
 
 int SamplingFlags(const StartOptions& options) {
   int flags = v8::HeapProfiler::kSamplingNoFlags;
-  if (options.include_major_gc) {
+  if (options.include_objects_collected_by_major_gc) {
     flags |= v8::HeapProfiler::kSamplingIncludeObjectsCollectedByMajorGC;
   }
-  if (options.include_minor_gc) {
+  if (options.include_objects_collected_by_minor_gc) {
     flags |= v8::HeapProfiler::kSamplingIncludeObjectsCollectedByMinorGC;
   }
   return flags;

@@ -199,8 +199,8 @@ function startHeapProfile(options) {
   const session = native.startProfile({
     sampleInterval: o.sampleInterval,
     stackDepth: o.stackDepth,
-    includeObjectsCollectedByMajorGc: o.includeObjectsCollectedByMajorGC,
-    includeObjectsCollectedByMinorGc: o.includeObjectsCollectedByMinorGC,
+    includeObjectsCollectedByMajorGC: o.includeObjectsCollectedByMajorGC,
+    includeObjectsCollectedByMinorGC: o.includeObjectsCollectedByMinorGC,
     trackAllocations: o.trackAllocations,
     maxLabelSets: o.maxLabelSets,
   });

@@ -14,9 +14,9 @@ pub mod ffi {
         /// Maximum JS stack depth recorded per sample.
         stack_depth: i32,
         /// `kSamplingIncludeObjectsCollectedByMajorGC`.
-        include_major_gc: bool,
+        include_objects_collected_by_major_gc: bool,
         /// `kSamplingIncludeObjectsCollectedByMinorGC`.
-        include_minor_gc: bool,
+        include_objects_collected_by_minor_gc: bool,
         /// Allocation figures (allocated bytes and objects per site and label set): the patched
         /// runtime's dead-sample reports, or V8's `Sample::is_live` with both include-collected
         /// flags where V8 has it. Off: V8 forgets dead samples, as without heap-labels.
@@ -122,8 +122,9 @@ pub mod ffi {
 
         /// Charges `bytes` of the new backing-store block at address `block` to `word`'s set (0:
         /// unlabeled) in the `ExternalCounters` at address `counters`, and records the word
-        /// beside the block (a reference of its own; `word` is only borrowed). Isolate thread;
-        /// no lock, no JS heap.
+        /// beside the block (a reference of its own; `word` is only borrowed). Usually the isolate
+        /// thread; another thread (a worker resizing a buffer this isolate made) passes word 0.
+        /// No lock, no JS heap.
         fn external_alloc(counters: usize, block: usize, word: usize, bytes: usize);
 
         /// Gives back what `external_alloc` charged for `block`. Any thread, including V8's

@@ -5,20 +5,27 @@ use napi_derive::napi;
 use crate::error::{Error, Result};
 use crate::session::SessionOptions;
 
-/// Options of `startProfile`, already validated and defaulted by lib/.
+/// Options of `startProfile`, already validated and defaulted by lib/ under the same names.
 #[napi(object)]
 pub struct NativeStartOptions {
     pub sample_interval: f64,
     pub stack_depth: u32,
+    #[napi(js_name = "includeObjectsCollectedByMajorGC")]
     pub include_objects_collected_by_major_gc: bool,
+    #[napi(js_name = "includeObjectsCollectedByMinorGC")]
     pub include_objects_collected_by_minor_gc: bool,
     pub track_allocations: bool,
     pub max_label_sets: u32,
 }
 
+/// The deepest stack V8 records on request (lib/profile.js documents the same limit).
+const MAX_STACK_DEPTH: u32 = 1024;
+
 impl TryFrom<NativeStartOptions> for SessionOptions {
     type Error = Error;
 
+    /// lib/ has checked these already; this guards the native surface, so that no value it did
+    /// not mean reaches V8.
     fn try_from(options: NativeStartOptions) -> Result<Self> {
         let interval = options.sample_interval;
         if !(interval.fract() == 0.0 && interval >= 1.0 && interval <= f64::from(u32::MAX)) {
@@ -27,14 +34,67 @@ impl TryFrom<NativeStartOptions> for SessionOptions {
                 reason: format!("must be an integer in 1..={}, got {interval}", u32::MAX),
             });
         }
+        if !(1..=MAX_STACK_DEPTH).contains(&options.stack_depth) {
+            return Err(Error::InvalidOption {
+                name: "stackDepth",
+                reason: format!("must be an integer in 1..={MAX_STACK_DEPTH}"),
+            });
+        }
+        if options.max_label_sets == 0 {
+            return Err(Error::InvalidOption {
+                name: "maxLabelSets",
+                reason: "must be a positive integer".into(),
+            });
+        }
         Ok(SessionOptions {
             sample_interval: interval as u64,
             stack_depth: options.stack_depth,
-            include_major_gc: options.include_objects_collected_by_major_gc,
-            include_minor_gc: options.include_objects_collected_by_minor_gc,
+            include_objects_collected_by_major_gc: options.include_objects_collected_by_major_gc,
+            include_objects_collected_by_minor_gc: options.include_objects_collected_by_minor_gc,
             track_allocations: options.track_allocations,
             max_label_sets: options.max_label_sets as usize,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> NativeStartOptions {
+        NativeStartOptions {
+            sample_interval: 524_288.0,
+            stack_depth: 64,
+            include_objects_collected_by_major_gc: false,
+            include_objects_collected_by_minor_gc: true,
+            track_allocations: true,
+            max_label_sets: 10_000,
+        }
+    }
+
+    #[test]
+    fn valid_options_convert_field_by_field() {
+        let o = SessionOptions::try_from(options()).unwrap();
+        assert_eq!(o.sample_interval, 524_288);
+        assert_eq!(o.stack_depth, 64);
+        assert!(!o.include_objects_collected_by_major_gc);
+        assert!(o.include_objects_collected_by_minor_gc);
+        assert!(o.track_allocations);
+        assert_eq!(o.max_label_sets, 10_000);
+    }
+
+    #[test]
+    fn out_of_range_options_name_the_option() {
+        let bad = |f: fn(&mut NativeStartOptions)| {
+            let mut o = options();
+            f(&mut o);
+            SessionOptions::try_from(o).unwrap_err().to_string()
+        };
+        assert!(bad(|o| o.sample_interval = 0.0).contains("sampleInterval"));
+        assert!(bad(|o| o.sample_interval = 1.5).contains("sampleInterval"));
+        assert!(bad(|o| o.stack_depth = 0).contains("stackDepth"));
+        assert!(bad(|o| o.stack_depth = 1025).contains("stackDepth"));
+        assert!(bad(|o| o.max_label_sets = 0).contains("maxLabelSets"));
     }
 }
 

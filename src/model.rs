@@ -9,7 +9,6 @@ use heap_labels_core::{
 };
 
 use crate::bridge::ffi;
-use crate::state::IsolateAddon;
 
 /// External bytes at read time: per label set when the patched runtime's allocator hook counts
 /// them, otherwise the isolate's single unlabeled total (`HeapStatistics::external_memory`).
@@ -20,14 +19,9 @@ pub struct ExternalInput {
 }
 
 impl ExternalInput {
-    pub fn read(state: &IsolateAddon) -> Self {
-        Self::from_parts(&state.registry, state.counters, || {
-            state.v8.external_memory()
-        })
-    }
-
-    /// The same from its parts (the near-heap-limit dump has no `IsolateAddon` at hand);
-    /// `external_memory` is only asked for when the counters are off.
+    /// The external bytes of `registry`'s sets when `counters` count them; otherwise the single
+    /// unlabeled total, from `external_memory` (only called then). `IsolateAddon::external_input`
+    /// reads them for an isolate; the near-heap-limit dump passes its own parts.
     pub fn from_parts(
         registry: &LabelRegistry,
         counters: &ExternalCounters,

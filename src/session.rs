@@ -4,7 +4,6 @@
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use heap_labels_core::pprof::EncodeOptions;
-use heap_labels_core::DEFAULT_MAX_SETS;
 
 use crate::bridge::ffi;
 use crate::error::{Error, Result};
@@ -12,66 +11,25 @@ use crate::labels;
 use crate::model::{self, ReadProfile};
 use crate::state::IsolateAddon;
 
-/// Default mean bytes between samples (V8's default).
-pub const DEFAULT_SAMPLE_INTERVAL: u64 = 512 * 1024;
-/// Default and limits of the recorded stack depth.
-pub const DEFAULT_STACK_DEPTH: u32 = 64;
-pub const MAX_STACK_DEPTH: u32 = 1024;
-
-/// Validated options of `startHeapProfile`.
+/// Options of a session, as lib/ validated and defaulted them (lib/profile.js owns the defaults,
+/// the limits and the user-facing errors; `js_types` guards the conversion at the native surface).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SessionOptions {
     pub sample_interval: u64,
     pub stack_depth: u32,
-    pub include_major_gc: bool,
-    pub include_minor_gc: bool,
+    pub include_objects_collected_by_major_gc: bool,
+    pub include_objects_collected_by_minor_gc: bool,
     pub track_allocations: bool,
     pub max_label_sets: usize,
 }
 
-impl Default for SessionOptions {
-    fn default() -> Self {
-        SessionOptions {
-            sample_interval: DEFAULT_SAMPLE_INTERVAL,
-            stack_depth: DEFAULT_STACK_DEPTH,
-            include_major_gc: false,
-            include_minor_gc: false,
-            track_allocations: false,
-            max_label_sets: DEFAULT_MAX_SETS,
-        }
-    }
-}
-
 impl SessionOptions {
-    /// Checks the ranges lib/ documents (lib/ checks first; this guards the native surface).
-    pub fn validate(&self) -> Result<()> {
-        if self.sample_interval == 0 || self.sample_interval > u64::from(u32::MAX) {
-            return Err(Error::InvalidOption {
-                name: "sampleInterval",
-                reason: format!("must be an integer in 1..={}", u32::MAX),
-            });
-        }
-        if !(1..=MAX_STACK_DEPTH).contains(&self.stack_depth) {
-            return Err(Error::InvalidOption {
-                name: "stackDepth",
-                reason: format!("must be an integer in 1..={MAX_STACK_DEPTH}"),
-            });
-        }
-        if self.max_label_sets == 0 {
-            return Err(Error::InvalidOption {
-                name: "maxLabelSets",
-                reason: "must be a positive integer".into(),
-            });
-        }
-        Ok(())
-    }
-
     fn to_ffi(self) -> ffi::StartOptions {
         ffi::StartOptions {
             sample_interval: self.sample_interval,
             stack_depth: self.stack_depth as i32,
-            include_major_gc: self.include_major_gc,
-            include_minor_gc: self.include_minor_gc,
+            include_objects_collected_by_major_gc: self.include_objects_collected_by_major_gc,
+            include_objects_collected_by_minor_gc: self.include_objects_collected_by_minor_gc,
             track_allocations: self.track_allocations,
         }
     }
@@ -103,7 +61,6 @@ impl Session {
 
 /// Starts the isolate's sampling heap profiler and returns the new session's id.
 pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
-    options.validate()?;
     if state.session.is_some() {
         return Err(Error::ProfilerBusy);
     }
@@ -138,7 +95,7 @@ pub fn read(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Resul
     // Released sets make room: the holders of long-lived contexts leave the overflow set.
     labels::rebind_overflowed(state)?;
     let raw = state.v8_mut().read_profile(reset_allocations)?;
-    let external = model::ExternalInput::read(state);
+    let external = state.external_input();
     let mut read = model::build_profile(raw, session.options.sample_interval, external);
     read.encode_options = session.encode_options();
     Ok(read)
@@ -161,7 +118,7 @@ pub fn read_raw(state: &mut IsolateAddon, id: u32) -> Result<RawRead> {
     let raw = state.v8_mut().read_profile(false)?;
     Ok(RawRead {
         raw,
-        external: model::ExternalInput::read(state),
+        external: state.external_input(),
         sample_interval: session.options.sample_interval,
         encode_options: session.encode_options(),
     })
@@ -191,32 +148,5 @@ fn running(state: &IsolateAddon, id: u32) -> Result<Session> {
     match state.session {
         Some(session) if session.id == id => Ok(session),
         _ => Err(Error::SessionNotRunning(id)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn defaults_are_valid_and_match_the_docs() {
-        let options = SessionOptions::default();
-        options.validate().unwrap();
-        assert_eq!(options.sample_interval, 512 * 1024);
-        assert_eq!(options.stack_depth, 64);
-        assert_eq!(options.max_label_sets, 10_000);
-    }
-
-    #[test]
-    fn out_of_range_options_name_the_option() {
-        let bad = |f: fn(&mut SessionOptions)| {
-            let mut options = SessionOptions::default();
-            f(&mut options);
-            options.validate().unwrap_err().to_string()
-        };
-        assert!(bad(|o| o.sample_interval = 0).contains("sampleInterval"));
-        assert!(bad(|o| o.stack_depth = 0).contains("stackDepth"));
-        assert!(bad(|o| o.stack_depth = 1025).contains("stackDepth"));
-        assert!(bad(|o| o.max_label_sets = 0).contains("maxLabelSets"));
     }
 }

@@ -10,6 +10,7 @@ use napi::Env;
 
 use crate::bridge::ffi;
 use crate::error::{Error, Result};
+use crate::model::ExternalInput;
 use crate::ops::OpsState;
 use crate::session::Session;
 use crate::{allocations, external};
@@ -36,6 +37,11 @@ pub struct IsolateAddon {
 }
 
 impl IsolateAddon {
+    /// The isolate's external bytes at read time (per label set where they are counted).
+    pub fn external_input(&self) -> ExternalInput {
+        ExternalInput::from_parts(&self.registry, self.counters, || self.v8.external_memory())
+    }
+
     fn new() -> Self {
         let counters = external::leak_counters();
         let mut addon = IsolateAddon {

@@ -4,13 +4,15 @@
 // transforms it and answers with a JSON body in a Buffer.
 //
 //   node [--experimental-async-context-frame] benchmark/http/app-server.js --db-port N
-//        --mode off|sampling|labels [--interval 524288] [--port 0] [--keep-collected]
+//        --mode off|sampling|labels|allocations [--interval 524288] [--port 0] [--keep-collected]
 //
 // Modes:
 //   off        heap-labels is not even loaded
 //   sampling   startHeapProfile({ sampleInterval }) at start, no labels
 //   labels     sampling, plus the route label of each request from the shipped node:http helper
 //              (heap-labels/http: one interned label object per route template, enterWith)
+//   allocations  labels, with trackAllocations (the patched runtime hands every dead sample to the
+//              addon, which adds it to its (site, label set) total)
 // --keep-collected keeps the samples of collected objects (the include-collected flags), so that the
 // smoke check of a short run sees labeled samples although most request objects are garbage by then.
 // Prints "LISTENING <port>" when ready. GET /__bench/stats answers what the profiler holds (samples,
@@ -26,7 +28,7 @@ function arg(name, fallback) {
 const mode = arg('mode', 'off');
 const dbPort = Number(arg('db-port'));
 const interval = Number(arg('interval', 512 * 1024));
-if (!['off', 'sampling', 'labels'].includes(mode)) throw new Error(`unknown --mode ${mode}`);
+if (!['off', 'sampling', 'labels', 'allocations'].includes(mode)) throw new Error(`unknown --mode ${mode}`);
 if (!dbPort) throw new Error('--db-port is required');
 
 const heapLabels = mode === 'off' ? null : require('../../lib');
@@ -36,6 +38,7 @@ const profile = heapLabels
       sampleInterval: interval,
       includeObjectsCollectedByMajorGC: keepCollected,
       includeObjectsCollectedByMinorGC: keepCollected,
+      trackAllocations: mode === 'allocations',
     })
   : null;
 
@@ -146,7 +149,7 @@ function handle(req, res) {
 
 // Mode labels: the route template of each request, as an application with its own dispatch labels
 // it with heap-labels/http (unknown paths get the helper's bucket value).
-const labelRequest = mode === 'labels' ? require('../../lib/integrations/http').httpRouteLabels() : null;
+const labelRequest = mode === 'labels' || mode === 'allocations' ? require('../../lib/integrations/http').httpRouteLabels() : null;
 function labelByRoute(req, res, next) {
   const route = routeOf(req.url);
   labelRequest(req, route === 'other' ? undefined : route);

@@ -6,8 +6,8 @@
 //   node benchmark/http/instructions.js --node <patched node> [--stock <stock node>]
 //        [--requests 2000] [--warmup 1000] [--repeat 2]
 //
-// For each mode (off, sampling 512 KiB, sampling + route labels from heap-labels/http; and stock
-// off when --stock is given) the app server runs under `valgrind --tool=callgrind`; after the warm-up requests the
+// For each mode (off, sampling 512 KiB, sampling + route labels from heap-labels/http, the same with
+// trackAllocations; and stock off when --stock is given) the app server runs under `valgrind --tool=callgrind`; after the warm-up requests the
 // counters are zeroed (callgrind_control -z), the measured requests run, and the counters are dumped
 // (callgrind_control -d): instructions of exactly those requests, JIT, GC and profiler included.
 // Sampling is random, so each mode runs --repeat times. Prints a markdown table with the ratios.
@@ -108,6 +108,7 @@ async function main() {
     ['patched-off', patched, 'off'],
     ['patched-sampling', patched, 'sampling'],
     ['patched-labels', patched, 'labels'],
+    ['patched-allocations', patched, 'allocations'],
   ];
   const results = new Map(runs.map(([name]) => [name, []]));
   try {
@@ -139,6 +140,7 @@ async function main() {
   console.log(`| patched-sampling vs patched-off | ${pct('patched-sampling', 'patched-off')} |`);
   console.log(`| patched-labels vs patched-off | ${pct('patched-labels', 'patched-off')} |`);
   console.log(`| patched-labels vs patched-sampling (labels alone) | ${pct('patched-labels', 'patched-sampling')} |`);
+  console.log(`| patched-allocations vs patched-labels (allocation figures alone) | ${pct('patched-allocations', 'patched-labels')} |`);
 }
 
 main().catch((error) => {

@@ -64,10 +64,10 @@ impl ExternalCounters {
         self.enabled.store(enabled, Ordering::Release);
     }
 
-    /// Whether new allocations should be charged: one Acquire load, the fast path of the allocator
-    /// wrapper when accounting is off.
-    ///
-    /// Runs on V8's ArrayBuffer allocation path: no allocation, no lock.
+    /// Whether external bytes are reported per label set: set when the first session installed the
+    /// counting allocator, and it stays set (blocks charged then keep being subtracted, so the
+    /// per-set figures stay right after the session). Read at profile and counters reads; the
+    /// allocator wrapper charges whatever reaches it and never asks.
     #[inline]
     pub fn is_enabled(&self) -> bool {
         self.enabled.load(Ordering::Acquire)
