@@ -8,47 +8,21 @@ const { internPairs } = require('./labels');
 
 const UNLABELED = internPairs([], []);
 
-// Label-set id -> { labels, read }: the interned frozen labels of the sets of recent reads. The
-// registry gives the ids of pruned sets to new sets, so an entry is right only while the registry's
-// count of reused ids stays the same: a read that sees it change starts over. The cache holds only
-// the sets of the latest read (an entry not seen in a read is dropped by that read) and is emptied
-// when no read came for a minute.
-const labelsById = new Map();
-let reads = 0;
+// Label-set id -> the interned frozen labels of the sets of the latest read: an array indexed by
+// id (ids are compact: the registry hands out the lowest free ones, so the array stays dense and
+// a lookup is an element load, where a Map took a hash lookup and an entry object per set). The
+// registry gives the ids of pruned sets to new sets, so an entry is right only while the
+// registry's count of reused ids stays the same: a read that sees it change starts over. Every
+// read builds a new array of just the ids it saw, so the cache holds only the sets of the latest
+// read (an entry not seen in a read is dropped by that read: a cache that kept every label object
+// it had seen kept their label holders, and with them the sets, alive), and it is emptied when no
+// read came for a minute.
+let labelsById = [];
 let idReusesSeen = -1;
-const idle = setTimeout(() => labelsById.clear(), 60_000);
+const idle = setTimeout(() => {
+  labelsById = [];
+}, 60_000);
 idle.unref();
-
-// The labels of each id (undefined for sets pruned meanwhile), fetching the pairs of ids not cached.
-function labelsOf(ids) {
-  const read = ++reads;
-  idle.refresh();
-  const out = new Array(ids.length);
-  let missing;
-  for (let i = 0; i < ids.length; i++) {
-    const entry = labelsById.get(ids[i]);
-    if (entry === undefined) {
-      (missing ??= []).push(i);
-    } else {
-      entry.read = read;
-      out[i] = entry.labels;
-    }
-  }
-  if (missing !== undefined) {
-    const fetched = new Map();
-    for (const set of native.labelSetPairs(Uint32Array.from(missing, (i) => ids[i]))) {
-      const labels = internPairs(set.keys, set.values);
-      fetched.set(set.id, labels);
-      labelsById.set(set.id, { labels, read });
-    }
-    for (const i of missing) out[i] = fetched.get(ids[i]);
-  }
-  // Entries of sets that left (the cache is larger than this read): drop them.
-  if (labelsById.size > ids.length) {
-    for (const [id, entry] of labelsById) if (entry.read !== read) labelsById.delete(id);
-  }
-  return out;
-}
 
 // { sampleInterval, perSetSamples, groups: [{ labels, heapBytes, samples, externalBytes,
 // externalPeakBytes }] }: one group per label set with live samples or external bytes, the
@@ -56,26 +30,55 @@ function labelsOf(ids) {
 // runtimes (perSetSamples false) samples are not counted: the unlabeled group's heapBytes is V8's
 // used heap size and its samples 0.
 function counters() {
-  const c = native.labelCounters();
+  return fromColumns(native.labelCounters());
+}
+
+// The result of counters() from the columns of one native read (typed arrays, one row per set:
+// no JS object per row crosses from the addon). Split out for the benchmark, which measures it at
+// 10k rows also where the runtime gives no per-set rows.
+function fromColumns(c) {
+  idle.refresh();
   if (c.idReuses !== idReusesSeen) {
-    labelsById.clear();
+    labelsById = [];
     idReusesSeen = c.idReuses;
   }
   const { ids, samples, externalBytes, externalPeakBytes } = c;
-  const labelsList = labelsOf(ids);
   const interval = c.sampleInterval;
-  const groups = [];
-  for (let i = 0; i < ids.length; i++) {
-    const labels = labelsList[i];
-    if (labels === undefined) continue; // pruned between the two native calls
+  const rows = ids.length;
+  let maxId = 0;
+  for (let i = 0; i < rows; i++) if (ids[i] > maxId) maxId = ids[i];
+  const cached = labelsById;
+  // Pre-sized so that stores in the sets' (unordered) id order stay in fast elements.
+  const seen = new Array(maxId + 1);
+  let groups = [];
+  let missing; // row indexes (equal to group indexes until the end) whose labels are not cached
+  for (let i = 0; i < rows; i++) {
+    const id = ids[i];
+    const labels = cached[id];
+    if (labels === undefined) (missing ??= []).push(i);
+    else seen[id] = labels;
+    const n = samples[i];
     groups.push({
       labels,
-      heapBytes: samples[i] * interval,
-      samples: samples[i],
+      heapBytes: n * interval,
+      samples: n,
       externalBytes: externalBytes[i],
       externalPeakBytes: externalPeakBytes[i],
     });
   }
+  if (missing !== undefined) {
+    for (const set of native.labelSetPairs(Uint32Array.from(missing, (i) => ids[i]))) {
+      seen[set.id] = internPairs(set.keys, set.values);
+    }
+    let pruned = false;
+    for (const i of missing) {
+      const labels = seen[ids[i]];
+      if (labels === undefined) pruned = true; // pruned between the two native calls
+      else groups[i].labels = labels;
+    }
+    if (pruned) groups = groups.filter((g) => g.labels !== undefined);
+  }
+  labelsById = seen;
   groups.push({
     labels: UNLABELED,
     heapBytes: c.unlabeledHeapBytes,
@@ -86,4 +89,4 @@ function counters() {
   return { sampleInterval: interval, perSetSamples: c.perSetSamples, groups };
 }
 
-module.exports = { counters };
+module.exports = { counters, fromColumns };

@@ -64,8 +64,15 @@ pub fn label_counters(env: Env) -> napi::Result<NativeCounters> {
         let state = isolate_state(&env)?;
         let interval = state.session.map_or(0, |s| s.options.sample_interval);
         let per_set = interval != 0 && sample_labels_available() && state.v8.sampling();
-        let (mut ids, mut samples, mut external, mut peak) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        // Room for a row per set (overflow included) up front: when every set has a row, growing
+        // four columns to 10k entries would reallocate and copy each of them a dozen times.
+        let rows = state.registry.len() + 1;
+        let (mut ids, mut samples, mut external, mut peak) = (
+            Vec::with_capacity(rows),
+            Vec::with_capacity(rows),
+            Vec::with_capacity(rows),
+            Vec::with_capacity(rows),
+        );
         let mut row = |set: &LabelSet| {
             let live = set.live_samples();
             let bytes = set.external_bytes();
