@@ -1,6 +1,7 @@
 'use strict';
 // The production agent: one always-on profiling session plus the ways an operator gets at it —
-// dumps on a signal, an HTTP endpoint, a profile written near the heap limit, per-label counters.
+// dumps on a signal, an HTTP endpoint, a profile written near the heap limit, per-label counters,
+// and (watchInterval) a watch that flags label sets whose live heap keeps growing (lib/growth.js).
 // Started by heap-labels/register from the environment, or by startAgent(options) from code.
 //
 // Memory stays bounded: the agent never keeps a profile. A dump copies V8's profile on the main
@@ -15,6 +16,7 @@ const { capabilities } = require('./capabilities');
 const { counters } = require('./counters');
 const { fromOptions } = require('./config');
 const { createHeapProfileHandler, HEAP_PATH } = require('./endpoint');
+const { GrowthWatch, formatEpisode, formatSection } = require('./growth');
 
 let current; // the running agent of this thread
 
@@ -31,6 +33,8 @@ class Agent {
   #server;
   #address;
   #dumping; // the dump in flight (signals during it are coalesced)
+  #watch; // the GrowthWatch, when watchInterval > 0
+  #watchTimer;
   #stopped = false;
 
   constructor(options) {
@@ -55,6 +59,7 @@ class Agent {
         this.#signalListener = () => this.#onSignal(options.signal);
         process.on(options.signal, this.#signalListener);
       }
+      if (options.watchInterval > 0) this.#startWatch(options);
     } catch (err) {
       this.#teardown();
       throw err;
@@ -117,7 +122,15 @@ class Agent {
       pprof: format === 'pprof',
       summary: format === 'summary',
     });
-    return format === 'pprof' ? result.pprof : result.summary;
+    if (format === 'pprof') return result.pprof;
+    // The summary is made natively (core/src/summary.rs); the growth section is the watch's, in JS.
+    return this.#watch === undefined ? result.summary : result.summary + this.#growthSection();
+  }
+
+  // The label sets the growth watch flags now (see lib/growth.js): [{ labels, periods, since,
+  // fromBytes, heapBytes, series }], largest growth first; [] when the watch is off.
+  growth() {
+    return this.#watch === undefined ? [] : this.#watch.growth();
   }
 
   // Per-label counters (see counters()).
@@ -167,6 +180,7 @@ class Agent {
 
   #teardown() {
     this.#stopped = true;
+    this.#stopWatch();
     if (this.#signalListener) process.removeListener(this.#options.signal, this.#signalListener);
     this.#signalListener = undefined;
     if (this.#server) {
@@ -179,6 +193,46 @@ class Agent {
     this.#handle.stop();
     this.#handle = undefined;
     if (current === this) current = undefined;
+  }
+
+  // Snapshots on an unref'd timer: the watch never keeps the process alive. At most maxLabelSets
+  // sets plus the overflow and unlabeled groups are tracked (the counters have no more).
+  #startWatch(options) {
+    this.#watch = new GrowthWatch({
+      periods: options.watchPeriods,
+      minGrowth: options.watchMinGrowth,
+      minGrowthPercent: options.watchMinGrowthPercent,
+      maxSeries: options.maxLabelSets + 2,
+    });
+    this.#watchTimer = setInterval(() => this.#snapshot(), options.watchInterval * 1000);
+    this.#watchTimer.unref();
+  }
+
+  #snapshot() {
+    try {
+      for (const entry of this.#watch.observe(counters())) log(formatEpisode(entry, this.#options.watchInterval));
+    } catch (err) {
+      // Never into the app: say so once and stop watching.
+      log(`growth watch stopped: ${err.message}`);
+      this.#stopWatch();
+    }
+  }
+
+  #stopWatch() {
+    if (this.#watchTimer !== undefined) clearInterval(this.#watchTimer);
+    this.#watchTimer = undefined;
+    this.#watch = undefined;
+  }
+
+  #growthSection() {
+    const o = this.#options;
+    return formatSection(this.#watch.growth(), {
+      interval: o.watchInterval,
+      periods: o.watchPeriods,
+      minGrowth: o.watchMinGrowth,
+      minGrowthPercent: o.watchMinGrowthPercent,
+      tracked: this.#watch.stats().series,
+    });
   }
 
   #checkRunning() {

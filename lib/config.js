@@ -52,6 +52,27 @@ function integer(min, max) {
   };
 }
 
+// A number of seconds, or 0 for off. Decimals are accepted (a test watches every 0.2 s); below
+// `min` a timer would mostly measure itself.
+function seconds(min, max) {
+  const range = `0 (off) or ${min}..${max} seconds`;
+  const problem = `must be 0 (off) or a number of seconds in ${min}..${max}`;
+  const check = (value) => {
+    if (typeof value !== 'number' || !Number.isFinite(value) || (value !== 0 && (value < min || value > max))) {
+      throw new Problem(problem);
+    }
+    return value;
+  };
+  return {
+    range,
+    check,
+    parse: (text) => {
+      if (!/^\d+(\.\d+)?$/.test(text)) throw new Problem(problem);
+      return check(Number(text));
+    },
+  };
+}
+
 // A writable directory, created when missing (dumps must be writable when they are needed, not
 // only found unwritable then).
 const directory = {
@@ -126,6 +147,22 @@ const OPTIONS = Object.freeze({
   http: { env: 'HEAP_LABELS_HTTP', kind: listen, default: () => null },
   token: { env: 'HEAP_LABELS_TOKEN', kind: token, default: () => null },
   nearHeapLimit: { env: 'HEAP_LABELS_NEAR_HEAP_LIMIT', kind: integer(0, 1000), default: () => 1 },
+  // The growth watch (lib/growth.js explains the rule and the noise math behind the defaults).
+  // Off by default: each snapshot is a counters() read, which also starts a new externalPeakBytes
+  // period for every other reader (the metrics adapters), and it writes to stderr.
+  watchInterval: { env: 'HEAP_LABELS_WATCH_INTERVAL', kind: seconds(0.1, 86400), default: () => 0 },
+  // Increases in a row before a label set is flagged. 4: for an unchanging set, 5 snapshots come
+  // in increasing order by chance with probability 1/120 (independent) to 1/16 (a random walk);
+  // with the noise bound that is ~6e-6 per set and period. At most 50: points kept per set are
+  // periods + 1, for up to maxLabelSets sets.
+  watchPeriods: { env: 'HEAP_LABELS_WATCH_PERIODS', kind: integer(1, 50), default: () => 4 },
+  // Least total growth worth a line, in bytes: 4 MiB, 8 default sampling intervals. The sampling
+  // noise bound (4 sd, at least 16 samples) applies on top of it whatever the interval.
+  watchMinGrowth: { env: 'HEAP_LABELS_WATCH_MIN_GROWTH', kind: integer(0, MAX_U32), default: () => 4 * 1024 * 1024 },
+  // Least total growth relative to the first snapshot of the window: 10 %, so that a large set
+  // drifting slowly (a cache filling up) is not reported, and the unlabeled group on stock
+  // runtimes (V8's used heap, uncollected garbage included) needs a real rise.
+  watchMinGrowthPercent: { env: 'HEAP_LABELS_WATCH_MIN_GROWTH_PERCENT', kind: integer(0, 10000), default: () => 10 },
 });
 
 function isLoopback(host) {

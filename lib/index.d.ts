@@ -195,6 +195,20 @@ export interface AgentOptions {
   token?: string | null;
   /** Profiles written near the heap limit (0: off); 0..1000, default 1. HEAP_LABELS_NEAR_HEAP_LIMIT. */
   nearHeapLimit?: number;
+  /**
+   * Seconds between the growth watch's counter snapshots (0: off); 0 or 0.1..86400, default 0.
+   * HEAP_LABELS_WATCH_INTERVAL.
+   */
+  watchInterval?: number;
+  /** Increases in a row before a label set is flagged; 1..50, default 4. HEAP_LABELS_WATCH_PERIODS. */
+  watchPeriods?: number;
+  /** Least total growth (bytes) over those periods; 0..2^32-1, default 4194304. HEAP_LABELS_WATCH_MIN_GROWTH. */
+  watchMinGrowth?: number;
+  /**
+   * Least total growth in percent of the window's first snapshot; 0..10000, default 10.
+   * HEAP_LABELS_WATCH_MIN_GROWTH_PERCENT.
+   */
+  watchMinGrowthPercent?: number;
 }
 
 /** Options after validation: defaults filled in, `dir` absolute, `http` parsed. */
@@ -208,6 +222,36 @@ export interface ResolvedAgentOptions {
   http: { host: string; port: number } | null;
   token: string | null;
   nearHeapLimit: number;
+  watchInterval: number;
+  watchPeriods: number;
+  watchMinGrowth: number;
+  watchMinGrowthPercent: number;
+}
+
+/** One snapshot of a watched label set. */
+export interface GrowthPoint {
+  /** When the counters were read (ms since the epoch). */
+  time: number;
+  /** The set's `heapBytes` then (on stock runtimes, for the unlabeled group: V8's used heap size). */
+  heapBytes: number;
+  /** Its live samples then (0 on stock runtimes, where samples are not counted). */
+  samples: number;
+}
+
+/** A label set whose live heap grew `watchPeriods` snapshots in a row beyond the thresholds. */
+export interface GrowthEntry {
+  /** The label set; `{}` for the unlabeled group (the only one on stock runtimes). */
+  labels: Labels;
+  /** Increases in this episode so far (at least `watchPeriods`). */
+  periods: number;
+  /** When the set was flagged (ms since the epoch). */
+  since: number;
+  /** Bytes at the first snapshot of the window that flagged it. */
+  fromBytes: number;
+  /** Bytes at the latest snapshot. */
+  heapBytes: number;
+  /** The last `watchPeriods` + 1 snapshots, oldest first. */
+  series: readonly GrowthPoint[];
 }
 
 export interface DumpResult {
@@ -235,6 +279,11 @@ export interface Agent {
   profile(options: { format: 'summary'; gc?: boolean; reason?: string }): Promise<string>;
   /** Per-label counters (see `labelCounters`). */
   counters(): LabelCounters;
+  /**
+   * The label sets the growth watch flags now, largest growth first; `[]` when `watchInterval` is 0.
+   * A set stays flagged until its estimate decreases.
+   */
+  growth(): GrowthEntry[];
   /** Stops the signal listener, the server, the near-heap-limit callback and the session. */
   stop(): Promise<void>;
 }

@@ -188,6 +188,10 @@ test('the preload by package name (-r and --import) starts the agent with the en
       http: null,
       token: null,
       nearHeapLimit: 2,
+      watchInterval: 0,
+      watchPeriods: 4,
+      watchMinGrowth: 4 * 1024 * 1024,
+      watchMinGrowthPercent: 10,
     });
     assert.ok(fs.statSync(dir).isDirectory(), 'HEAP_LABELS_DIR is created');
     if (labeled) assert.doesNotMatch(r.stderr, /heap-labels:/, r.stderr);

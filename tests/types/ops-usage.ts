@@ -3,7 +3,7 @@
 // heap-labels/prometheus, heap-labels/opentelemetry and heap-labels/register, used as the README
 // shows, and misuse they must reject.
 import * as http from 'node:http';
-import { currentAgent, labelCounters, startAgent, type Agent, type LabelCounters } from '../../lib/index.js';
+import { currentAgent, labelCounters, startAgent, type Agent, type GrowthEntry, type LabelCounters } from '../../lib/index.js';
 import { createHeapProfileHandler, fastifyHeapProfile, koaHeapProfile, HEAP_PATH } from '../../lib/endpoint.js';
 import { registerPrometheus } from '../../lib/prometheus.js';
 import { registerOpenTelemetry } from '../../lib/opentelemetry.js';
@@ -17,7 +17,20 @@ async function production(): Promise<void> {
     signal: 'SIGUSR2',
     http: '127.0.0.1:6060',
     nearHeapLimit: 1,
+    watchInterval: 60,
+    watchPeriods: 4,
+    watchMinGrowth: 4 * 1024 * 1024,
+    watchMinGrowthPercent: 10,
   });
+  const flagged: GrowthEntry[] = agent.growth();
+  for (const g of flagged) {
+    const grown: number = g.heapBytes - g.fromBytes + g.periods + g.since;
+    const first: number | undefined = g.series[0]?.heapBytes;
+    const route: string | undefined = g.labels.route;
+    void [grown, first, route];
+  }
+  const every: number = agent.options.watchInterval;
+  void every;
   const dump = await agent.dump();
   const where: string = dump.pprofPath;
   const pause: number = dump.pauseMs;
@@ -36,6 +49,8 @@ async function production(): Promise<void> {
   await startAgent({ signal: 'SIGUSR1' });
   // @ts-expect-error: sampleInterval is a number of bytes
   await startAgent({ sampleInterval: '512k' });
+  // @ts-expect-error: watchInterval is a number of seconds
+  await startAgent({ watchInterval: '1m' });
   await agent.stop();
 }
 
