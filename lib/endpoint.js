@@ -9,12 +9,15 @@
 // With a token, requests must send `Authorization: Bearer <token>`; tokens are compared as SHA-256
 // digests with crypto.timingSafeEqual (constant time, whatever the lengths).
 
-const crypto = require('node:crypto');
+// Loaded when a token is first digested (creating a handler with a token), not with the package:
+// a Node.js built without crypto can still profile, and a token there fails when it is configured.
+let crypto;
+const cryptoModule = () => (crypto ??= require('node:crypto'));
 
 const HEAP_PATH = '/debug/pprof/heap';
 
 function digest(text) {
-  return crypto.createHash('sha256').update(text, 'utf8').digest();
+  return cryptoModule().createHash('sha256').update(text, 'utf8').digest();
 }
 
 // Whether the request carries the token (constant-time comparison of digests).
@@ -24,7 +27,7 @@ function authorized(req, tokenDigest) {
   const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
   const given = digest(m ? m[1] : '');
   // Compare even when the header is malformed, so timing does not tell which check failed.
-  return crypto.timingSafeEqual(given, tokenDigest) && m !== null;
+  return cryptoModule().timingSafeEqual(given, tokenDigest) && m !== null;
 }
 
 // '1'/'true' -> true, '0'/'false'/absent -> false, anything else: an error message.
