@@ -13,6 +13,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
+const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { root, sleep } = require('./helpers');
@@ -280,26 +281,41 @@ test('preload: /leak is flagged once on stderr and in ?debug=1, /ok is not; the 
     await until(() => stdout.includes('\n') && /serving heap profiles at (\S+)\n/.test(stderr), 'the app did not start');
     const { port } = JSON.parse(stdout.split('\n')[0]);
     const url = /serving heap profiles at (\S+)\n/.exec(stderr)[1];
-    const get = async (route) => {
-      const res = await fetch(`http://127.0.0.1:${port}${route}`);
-      assert.equal(res.status, 200);
-      await res.text();
-    };
+    // node:http on a new connection per request, with a deadline: a request that stalls fails the
+    // test with its reason instead of stopping the traffic silently.
+    const get = (route) =>
+      new Promise((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port, path: route, agent: false, timeout: 5000 }, (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${route}: ${res.statusCode}`))));
+        });
+        req.on('timeout', () => req.destroy(new Error(`${route}: no answer within 5 s`)));
+        req.on('error', reject);
+      });
     const leakLine = labeled
       ? /live heap of \{route="\/leak"\} grew (\d+) periods in a row \(a snapshot every 0\.2 s\): [\d.]+ \w+ -> [\d.]+ \w+\n/
       : /live heap of \(unlabeled\) grew (\d+) periods in a row \(a snapshot every 0\.2 s\): [\d.]+ \w+ -> [\d.]+ \w+\n/;
     // Traffic in the background: a /leak (~0.5 MB retained) and three /ok every ~20 ms, without
     // pauses, so that /leak grows in every 0.2 s period while the test reads.
     let stop = false;
+    let requests = 0;
+    let trafficError;
     const traffic = (async () => {
       while (!stop) {
         await get('/leak');
         for (let i = 0; i < 3; i++) await get('/ok');
+        requests += 4;
         await sleep(20);
       }
-    })();
+    })().catch((err) => {
+      trafficError = err;
+    });
     try {
-      await until(() => leakLine.test(stderr), 'no growth line for the leak within 30 s');
+      await until(
+        () => leakLine.test(stderr) || trafficError !== undefined,
+        `no growth line for the leak within 30 s (${requests} requests)`,
+      );
+      if (trafficError) throw trafficError;
       assert.ok(Number(leakLine.exec(stderr)[1]) >= 3);
       // The leak goes on for several more periods: the same episode, no second line.
       await sleep(1000);
