@@ -4,7 +4,7 @@
 // ±2-3 % of the timed benchmark (bench.js). Same app server, database server and routes.
 //
 //   node benchmark/http/instructions.js --node <patched node> [--stock <stock node>]
-//        [--requests 2000] [--warmup 1000] [--repeat 2]
+//        [--requests 2000] [--warmup 1000] [--repeat 2] [--modes off,sampling,labels,allocations]
 //
 // For each mode (off, sampling 512 KiB, sampling + route labels from heap-labels/http, the same with
 // trackAllocations; and stock off when --stock is given) the app server runs under `valgrind --tool=callgrind`; after the warm-up requests the
@@ -28,6 +28,7 @@ const stock = arg('stock');
 const requests = Number(arg('requests', 2000));
 const warmup = Number(arg('warmup', 1000));
 const repeat = Number(arg('repeat', 2));
+const modes = arg('modes', 'off,sampling,labels,allocations').split(',');
 if (!patched) throw new Error('--node <path of the node to measure> is required');
 
 const here = __dirname;
@@ -109,7 +110,7 @@ async function main() {
     ['patched-sampling', patched, 'sampling'],
     ['patched-labels', patched, 'labels'],
     ['patched-allocations', patched, 'allocations'],
-  ];
+  ].filter(([name, , mode]) => name === 'stock-off' || modes.includes(mode));
   const results = new Map(runs.map(([name]) => [name, []]));
   try {
     for (let r = 0; r < repeat; r++) {
@@ -125,7 +126,8 @@ async function main() {
     else console.error(`kept ${dir}`);
   }
   const m = (name) => median(results.get(name));
-  const pct = (a, b) => `${((m(a) / m(b) - 1) * 100).toFixed(2)} %`;
+  const pct = (a, b) =>
+    results.has(a) && results.has(b) ? `${((m(a) / m(b) - 1) * 100).toFixed(2)} %` : 'not measured';
   const spread = (name) => {
     const xs = results.get(name);
     return `${Math.round(Math.min(...xs))}..${Math.round(Math.max(...xs))}`;
