@@ -51,11 +51,18 @@ const maxLabels: number = limits.maxLabels;
 handle[Symbol.dispose]();
 const last: AllocationProfile = handle.stop();
 const sameApi: typeof withHeapProfileLabels = heapLabels.withHeapProfileLabels;
+// Allocated vs in use: trackAllocations, windows, the allocated figures of a group.
+const tracked: HeapProfileHandle = startHeapProfile({ trackAllocations: true });
+const windowed: AllocationProfile = tracked.getAllocationProfile({ resetAllocations: true });
+const allocated: number | undefined = windowed.hasAllocations ? windowed.byLabel()[0]?.allocatedBytes : undefined;
+const canAllocate: boolean = caps.allocations;
 
 // @ts-expect-error label values are strings
 withHeapProfileLabels({ route: 1 }, () => 0);
 // @ts-expect-error options are checked
 startHeapProfile({ sampleIntervall: 1 });
+// @ts-expect-error trackAllocations is a boolean
+startHeapProfile({ trackAllocations: 'yes' });
 // @ts-expect-error labels are read-only
 labels.route = '/other';
 
