@@ -324,7 +324,9 @@ test('preload: /leak is flagged once on stderr and in ?debug=1, /ok is not; the 
       for (let i = 0; i < 10 && !section.test(text); i++) text = await (await fetch(`${url}?debug=1`)).text();
       assert.match(text, /^# heap-labels per-label summary\n/);
       assert.match(text, /\n# growth: a snapshot every 0\.2 s, flagged after 3 increases in a row of at least 4194304 bytes and 10 %/);
-      assert.match(text, section);
+      // /leak's samples never die, so its episode lasts; on stock the series is V8's used heap,
+      // which a GC may lower between the stderr line and this read, ending the episode.
+      if (labeled) assert.match(text, section);
       if (labeled) {
         assert.equal(stderr.match(/live heap of \{route="\/leak"\}/g).length, 1, `one line per episode:\n${stderr}`);
         assert.doesNotMatch(stderr, /route="\/ok"/);
