@@ -765,20 +765,21 @@ mod tests {
         let sets: Vec<_> = (0..2000)
             .map(|i| reg.intern(vec![("k".into(), format!("v{i}"))]).unwrap())
             .collect();
-        let mut seen = Vec::new();
-        reg.for_each_set(|s| seen.push(s.id()));
-        seen.sort_unstable();
-        let mut want: Vec<_> = sets.iter().map(|s| s.id()).collect();
-        want.sort_unstable();
-        assert_eq!(seen, want);
+        let sorted_ids = |sets: &mut dyn Iterator<Item = u32>| {
+            let mut ids: Vec<_> = sets.collect();
+            ids.sort_unstable();
+            ids
+        };
+        let visited = |reg: &LabelRegistry| {
+            let mut seen = Vec::new();
+            reg.for_each_set(|s| seen.push(s.id()));
+            sorted_ids(&mut seen.into_iter())
+        };
+        assert_eq!(visited(&reg), sorted_ids(&mut sets.iter().map(|s| s.id())));
         let kept: Vec<_> = sets.into_iter().step_by(2).collect();
         assert_eq!(reg.prune(), 1000);
-        let mut seen = Vec::new();
-        reg.for_each_set(|s| seen.push(s.id()));
-        seen.sort_unstable();
-        let mut want: Vec<_> = kept.iter().map(|s| s.id()).collect();
-        want.sort_unstable();
-        assert_eq!(seen, want);
+        let seen = visited(&reg);
+        assert_eq!(seen, sorted_ids(&mut kept.iter().map(|s| s.id())));
         assert!(!seen.contains(&OVERFLOW_ID));
     }
 
