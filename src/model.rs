@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use heap_labels_core::pprof::EncodeOptions;
 use heap_labels_core::{
-    AllocatedGroup, Allocations, CallFrame, ExternalCounters, LabelRegistry, LabelSet, Profile,
-    ProfileNode, Sample,
+    dead_sample_estimate, AllocatedGroup, Allocations, CallFrame, ExternalCounters, LabelRegistry,
+    LabelSet, Profile, ProfileNode, Sample,
 };
 
 use crate::bridge::ffi;
@@ -108,12 +108,12 @@ pub fn build_profile(
             let labels = labels_of_word(sample.label_word);
             // Older ones were counted by an earlier window (their reference drops here).
             if sample.sample_id > window.window_start {
-                let objects = Profile::estimate_objects(sample.size, 1, sample_interval);
+                let (objects, bytes) = dead_sample_estimate(sample.size, sample_interval);
                 window.dead.push(AllocatedGroup {
                     node_id: sample.node_id,
                     labels,
                     objects,
-                    bytes: objects * sample.size as f64,
+                    bytes,
                 });
             }
             continue;

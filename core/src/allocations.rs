@@ -31,6 +31,13 @@ pub const OTHER_SITES_NODE: u32 = u32::MAX;
 /// Default bound on (node, label set) groups: about 6 MiB at 96 bytes a group.
 pub const DEFAULT_MAX_GROUPS: usize = 1 << 16;
 
+/// What one dead sample of `size` bytes stands for at `sample_interval`: (objects, bytes), scaled
+/// like the live figures. The one place the allocated figures are estimated.
+pub fn dead_sample_estimate(size: u64, sample_interval: u64) -> (f64, f64) {
+    let objects = Profile::estimate_objects(size, 1, sample_interval);
+    (objects, objects * size as f64)
+}
+
 /// Estimated allocations of one (node, label set) group.
 #[derive(Debug, Clone)]
 pub struct AllocatedGroup {
@@ -110,8 +117,7 @@ impl DeadSampleTotals {
             return; // Counted as live by the read that started the window; `labels` drops here.
         }
         self.highest_recorded = self.highest_recorded.max(sample_id);
-        let objects = Profile::estimate_objects(size, 1, self.sample_interval);
-        let bytes = objects * size as f64;
+        let (objects, bytes) = dead_sample_estimate(size, self.sample_interval);
         let mut key = (node_id, word);
         if !self.groups.contains_key(&key) && self.groups.len() >= self.max_groups {
             key.0 = OTHER_SITES_NODE;

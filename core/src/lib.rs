@@ -28,7 +28,8 @@ pub mod profile;
 pub mod summary;
 
 pub use allocations::{
-    AllocatedGroup, DeadSampleTotals, DeadSnapshot, DEFAULT_MAX_GROUPS, OTHER_SITES_NODE,
+    dead_sample_estimate, AllocatedGroup, DeadSampleTotals, DeadSnapshot, DEFAULT_MAX_GROUPS,
+    OTHER_SITES_NODE,
 };
 pub use block_words::BlockWords;
 pub use error::{LabelError, Result};
