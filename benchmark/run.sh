@@ -70,9 +70,11 @@ trap 'rm -rf "$tmp"' EXIT
   echo "- date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "- machine: $(uname -m), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM, $(uname -r)"
   echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
-  echo "- stock: $stock_node ($("$stock_node" --version), V8 $("$stock_node" -p process.versions.v8))"
+  # Paths as the results file shows them: the home directory as ~, so no machine's path is kept.
+  shown() { echo "${1/#$HOME/\~}"; }
+  echo "- stock: $(shown "$stock_node") ($("$stock_node" --version), V8 $("$stock_node" -p process.versions.v8))"
   if [ -n "$patched_node" ]; then
-    echo "- patched: $patched_node ($("$patched_node" --version), V8 $("$patched_node" -p process.versions.v8); $(head -1 "$(dirname "$patched_node")/../BUILDINFO" 2>/dev/null || echo 'no BUILDINFO'))"
+    echo "- patched: $(shown "$patched_node") ($("$patched_node" --version), V8 $("$patched_node" -p process.versions.v8); $(head -1 "$(dirname "$patched_node")/../BUILDINFO" 2>/dev/null || echo 'no BUILDINFO'))"
   else
     echo "- patched: not built (tools/patched-node/build.sh): patched rows missing"
   fi
