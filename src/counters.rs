@@ -64,28 +64,7 @@ pub fn label_counters(env: Env) -> napi::Result<NativeCounters> {
         let state = isolate_state(&env)?;
         let interval = state.session.map_or(0, |s| s.options.sample_interval);
         let per_set = interval != 0 && sample_labels_available() && state.v8.sampling();
-        // Room for a row per set (overflow included) up front: when every set has a row, growing
-        // four columns to 10k entries would reallocate and copy each of them a dozen times.
-        let rows = state.registry.len() + 1;
-        let (mut ids, mut samples, mut external, mut peak) = (
-            Vec::with_capacity(rows),
-            Vec::with_capacity(rows),
-            Vec::with_capacity(rows),
-            Vec::with_capacity(rows),
-        );
-        let mut row = |set: &LabelSet| {
-            let live = set.live_samples();
-            let bytes = set.external_bytes();
-            let top = set.take_external_peak();
-            if live != 0 || bytes != 0 || top != 0 {
-                ids.push(set.id());
-                samples.push(live as f64);
-                external.push(bytes as f64);
-                peak.push(top as f64);
-            }
-        };
-        row(&state.registry.overflow());
-        state.registry.for_each_set(|set| row(set));
+        let rows = state.registry.counter_rows();
         let (unlabeled_samples, unlabeled_heap_bytes) = if per_set {
             let live = state.ops.unlabeled.live_samples() as f64;
             (live, live * interval as f64)
@@ -107,10 +86,10 @@ pub fn label_counters(env: Env) -> napi::Result<NativeCounters> {
         Ok(NativeCounters {
             sample_interval: interval as f64,
             per_set_samples: per_set,
-            ids: Uint32Array::new(ids),
-            samples: Float64Array::new(samples),
-            external_bytes: Float64Array::new(external),
-            external_peak_bytes: Float64Array::new(peak),
+            ids: Uint32Array::new(rows.ids),
+            samples: Float64Array::new(rows.samples),
+            external_bytes: Float64Array::new(rows.external_bytes),
+            external_peak_bytes: Float64Array::new(rows.external_peak_bytes),
             unlabeled_samples,
             unlabeled_heap_bytes,
             unlabeled_external_bytes: unlabeled_external as f64,

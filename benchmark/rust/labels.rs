@@ -6,6 +6,8 @@
 //! - `intern/concurrent_hit_4_threads/*`: 4 threads interning at once (one hot set, or 64 sets).
 //! - `prune/*`: a full prune walk over 10k live sets vs `prune_if_due` when not due.
 //! - `word/retain_release`: what V8's `SampleObject` capture plus the sample's release cost.
+//! - `counters/rows/*`: the native pass of `labelCounters()` over 10k sets, every one with a live
+//!   sample (the patched runtime's case: a row each) or none (stock: no rows).
 
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
@@ -127,6 +129,36 @@ fn words(c: &mut Criterion) {
     g.finish();
 }
 
+/// `labelCounters()`'s native pass. The sets are interned with other allocations in between (as
+/// in a process, where they come one request at a time), so they do not sit in one tidy block.
+fn counters(c: &mut Criterion) {
+    let mut g = c.benchmark_group("counters");
+    let reg = LabelRegistry::new(100_000);
+    let mut ballast = Vec::new();
+    let held: Vec<_> = (0..10_000)
+        .map(|i| {
+            ballast.push(vec![0u8; 64 + (i % 7) * 48]);
+            reg.intern(pairs("/held", i)).unwrap()
+        })
+        .collect();
+    g.bench_function("rows/10k_sets_none_live", |b| {
+        b.iter(|| black_box(reg.counter_rows()))
+    });
+    for set in &held {
+        // SAFETY: `held` keeps every set alive; each capture is matched by a release below.
+        unsafe { LabelSet::capture_sample_word(LabelSet::as_word(set)) };
+    }
+    g.bench_function("rows/10k_sets_all_live", |b| {
+        b.iter(|| black_box(reg.counter_rows()))
+    });
+    for set in &held {
+        // SAFETY: releases the reference the capture above took.
+        unsafe { LabelSet::release_sample_word(LabelSet::as_word(set)) };
+    }
+    drop((held, ballast));
+    g.finish();
+}
+
 fn config() -> Criterion {
     Criterion::default()
         .warm_up_time(Duration::from_millis(300))
@@ -137,6 +169,6 @@ fn config() -> Criterion {
 criterion_group! {
     name = benches;
     config = config();
-    targets = intern, prune, words
+    targets = intern, prune, words, counters
 }
 criterion_main!(benches);

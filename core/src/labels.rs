@@ -14,12 +14,13 @@
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use dashmap::DashMap;
 
 use crate::error::{LabelError, Result};
+use crate::set_counters::{CounterTable, SetCounters, SlotRef};
 
 /// Most pairs in one label set.
 pub const MAX_LABELS: usize = 32;
@@ -50,14 +51,13 @@ pub const PRUNE_OVERFLOWED: usize = 256;
 pub struct LabelSet {
     id: u32,
     overflow: bool,
-    external: AtomicI64,
     pairs: Box<[(Box<str>, Box<str>)]>,
-    /// Per-label counters read without a profile (see the `counters` impl block below).
-    counters: SetCounters,
+    /// Live samples and external bytes, in the registry's dense table (see `set_counters`).
+    counters: SlotRef,
 }
 
 impl LabelSet {
-    fn new(id: u32, overflow: bool, pairs: Vec<(String, String)>) -> Self {
+    fn new(id: u32, overflow: bool, pairs: Vec<(String, String)>, counters: SlotRef) -> Self {
         let pairs = pairs
             .into_iter()
             .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
@@ -65,9 +65,8 @@ impl LabelSet {
         LabelSet {
             id,
             overflow,
-            external: AtomicI64::new(0),
             pairs,
-            counters: SetCounters::default(),
+            counters,
         }
     }
 
@@ -98,7 +97,7 @@ impl LabelSet {
     /// External (ArrayBuffer) bytes currently charged to this set. Relaxed load: a racy but
     /// torn-free snapshot.
     pub fn external_bytes(&self) -> i64 {
-        self.external.load(Ordering::Relaxed)
+        self.counters.get().external.load(Ordering::Relaxed)
     }
 
     /// Adds `delta` (negative on free) to [`external_bytes`](Self::external_bytes).
@@ -107,8 +106,11 @@ impl LabelSet {
     /// no allocation, no lock.
     #[inline]
     pub fn add_external(&self, delta: i64) {
-        let now = self.external.fetch_add(delta, Ordering::Relaxed) + delta;
-        self.counters.note_external(delta, now);
+        let counters = self.counters.get();
+        let now = counters.external.fetch_add(delta, Ordering::Relaxed) + delta;
+        if delta > 0 {
+            counters.external_peak.fetch_max(now, Ordering::Relaxed);
+        }
     }
 
     /// Turns one strong reference into a word for the V8 boundary. The word owns that reference
@@ -294,6 +296,10 @@ pub struct LabelRegistry {
     created_since_prune: AtomicUsize,
     /// Interns answered with the overflow set since the last prune.
     overflowed_since_prune: AtomicUsize,
+    /// The first never-used id (1 but in tests): ids map to slot indexes from it.
+    first_id: u32,
+    /// Every set's counters, by slot index (the overflow set's is 0).
+    counters: CounterTable,
     overflow: Arc<LabelSet>,
 }
 
@@ -307,10 +313,12 @@ impl LabelRegistry {
     /// [`new`](Self::new), with never-used ids starting at `first_id` instead of 1: lets tests
     /// reach the end of the id space without creating four billion sets.
     fn with_first_id(max_sets: usize, first_id: u32) -> Self {
+        let counters = CounterTable::default();
         let overflow = LabelSet::new(
             OVERFLOW_ID,
             true,
             vec![(OVERFLOW_KEY.to_owned(), OVERFLOW_VALUE.to_owned())],
+            counters.claim(0),
         );
         LabelRegistry {
             by_hash: DashMap::with_hasher(Prehashed::default()),
@@ -323,6 +331,8 @@ impl LabelRegistry {
             id_reuses: AtomicU64::new(0),
             created_since_prune: AtomicUsize::new(0),
             overflowed_since_prune: AtomicUsize::new(0),
+            first_id,
+            counters,
             overflow: Arc::new(overflow),
         }
     }
@@ -400,7 +410,8 @@ impl LabelRegistry {
             self.overflowed_since_prune.fetch_add(1, Ordering::Relaxed);
             return Err(pairs);
         };
-        let set = Arc::new(LabelSet::new(id, false, pairs.into()));
+        let slot = self.counters.claim(self.slot_index(id));
+        let set = Arc::new(LabelSet::new(id, false, pairs.into(), slot));
         bucket.push(Arc::clone(&set));
         drop(bucket);
         self.by_id.insert(id, hash);
@@ -447,6 +458,26 @@ impl LabelRegistry {
                 })
                 .ok()
         })
+    }
+
+    /// Where the counters of the set with `id` sit in the dense table: ids are compact (the lowest
+    /// free ones are handed out again), so the table stays as long as the most sets held at once.
+    fn slot_index(&self, id: u32) -> usize {
+        if id == OVERFLOW_ID {
+            0
+        } else {
+            (id - self.first_id) as usize + 1
+        }
+    }
+
+    /// The id of the set whose counters sit at `index` ([`slot_index`](Self::slot_index) inverted).
+    fn id_at(&self, index: usize) -> u32 {
+        if index == 0 {
+            OVERFLOW_ID
+        } else {
+            // An index came from an id, so it fits.
+            self.first_id + (index - 1) as u32
+        }
     }
 
     fn hash_pairs(&self, pairs: &[(String, String)]) -> u64 {
@@ -545,26 +576,17 @@ impl LabelRegistry {
         sets
     }
 
-    /// Calls `f` with every interned set (not the overflow set), in no particular order, without
-    /// cloning or sorting: the per-label counters' pass over all sets. Holds each shard's read lock
-    /// while `f` runs on its sets, so `f` must not intern or prune.
-    ///
-    /// Walks the shards' tables itself: `DashMap::iter` clones and drops an `Arc` of the shard's
-    /// guard for every entry (two atomic read-modify-writes per set, a large part of a pass over
-    /// 10k sets that otherwise only loads a few counters per set).
-    pub fn for_each_set(&self, mut f: impl FnMut(&Arc<LabelSet>)) {
-        for shard in self.by_hash.shards() {
-            let table = shard.read();
-            // SAFETY: the shard's read lock (`table`) is held for the whole walk and no entry
-            // outlives it, so no bucket of this table is removed, moved or written meanwhile: the
-            // same invariant `DashMap::iter` relies on for its own walk of the raw table.
-            unsafe {
-                for bucket in table.iter() {
-                    let (_, sets) = bucket.as_ref();
-                    sets.get().iter().for_each(&mut f);
-                }
-            }
-        }
+    /// One row per set (the overflow set first) with a live sample, external bytes or an external
+    /// peak since the previous read, as columns: the native half of `labelCounters()`, a scan of
+    /// the dense counter table (see `set_counters`). Starts a new external-peak period for every
+    /// set it reports. Not from a V8 callback (takes the table's lock).
+    pub fn counter_rows(&self) -> CounterRows {
+        // Room for a row per set up front: when every set has a row, growing four columns to 10k
+        // entries would reallocate and copy each of them a dozen times.
+        let mut rows = CounterRows::with_capacity(self.len() + 1);
+        self.counters
+            .for_each_nonzero(|index, counters| rows.push(self.id_at(index), counters));
+        rows
     }
 
     /// The sets (overflow included, first) that currently hold non-zero external bytes, with those
@@ -604,40 +626,61 @@ pub fn is_reserved_key(key: &str) -> bool {
 
 // ---- per-label counters (read by `counters()` without a profile) -------------------------------
 
-/// Counters of a set that V8's callbacks keep current: live samples (capture/release of sampled
-/// allocations on the patched runtime) and the peak of the external bytes since the last read.
+/// The columns of [`LabelRegistry::counter_rows`]: row `i` is the set with id `ids[i]`.
 #[derive(Debug, Default)]
-struct SetCounters {
-    live_samples: AtomicI64,
-    external_peak: AtomicI64,
+pub struct CounterRows {
+    pub ids: Vec<u32>,
+    /// Live samples (captured by V8 and not yet released).
+    pub samples: Vec<f64>,
+    /// External bytes charged now.
+    pub external_bytes: Vec<f64>,
+    /// Highest external bytes since the previous read (at least `external_bytes`).
+    pub external_peak_bytes: Vec<f64>,
 }
 
-impl SetCounters {
-    /// After an external-bytes change to `now`: raises the peak. Atomics only (allocation path).
-    #[inline]
-    fn note_external(&self, delta: i64, now: i64) {
-        if delta > 0 {
-            self.external_peak.fetch_max(now, Ordering::Relaxed);
+impl CounterRows {
+    fn with_capacity(rows: usize) -> Self {
+        CounterRows {
+            ids: Vec::with_capacity(rows),
+            samples: Vec::with_capacity(rows),
+            external_bytes: Vec::with_capacity(rows),
+            external_peak_bytes: Vec::with_capacity(rows),
         }
+    }
+
+    /// Adds the row of the set with `id`.
+    #[inline]
+    fn push(&mut self, id: u32, counters: &SetCounters) {
+        self.ids.push(id);
+        self.samples
+            .push(counters.live_samples.load(Ordering::Relaxed) as f64);
+        self.external_bytes
+            .push(counters.external.load(Ordering::Relaxed) as f64);
+        self.external_peak_bytes
+            .push(counters.take_external_peak() as f64);
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether no set has a row.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
     }
 }
 
 impl LabelSet {
     /// Samples of this set that V8 still holds (captured and not yet released).
     pub fn live_samples(&self) -> i64 {
-        self.counters.live_samples.load(Ordering::Relaxed)
+        self.counters.get().live_samples.load(Ordering::Relaxed)
     }
 
     /// The highest [`external_bytes`](Self::external_bytes) since the previous call (at least the
     /// current value), and starts a new period at the current value.
     pub fn take_external_peak(&self) -> i64 {
-        let current = self.external_bytes();
-        let peak = &self.counters.external_peak;
-        // Most sets hold no external bytes: read first, so a read of 10k sets writes to few.
-        if peak.load(Ordering::Relaxed) == current {
-            return current;
-        }
-        peak.swap(current, Ordering::Relaxed).max(current)
+        self.counters.get().take_external_peak()
     }
 
     /// [`retain_word`](Self::retain_word) for a sampled allocation: also counts a live sample.
@@ -652,6 +695,7 @@ impl LabelSet {
         unsafe {
             Self::word_as_ref(word)
                 .counters
+                .get()
                 .live_samples
                 .fetch_add(1, Ordering::Relaxed);
             Self::retain_word(word);
@@ -673,6 +717,7 @@ impl LabelSet {
         unsafe {
             Self::word_as_ref(word)
                 .counters
+                .get()
                 .live_samples
                 .fetch_sub(1, Ordering::Relaxed);
             Self::from_word(word)
@@ -693,6 +738,7 @@ impl LabelSet {
         unsafe {
             Self::word_as_ref(word)
                 .counters
+                .get()
                 .live_samples
                 .fetch_sub(1, Ordering::Relaxed);
             Self::release_word(word);
@@ -759,28 +805,71 @@ mod tests {
     use std::sync::Barrier;
 
     #[test]
-    fn for_each_set_visits_every_interned_set_once() {
+    fn counter_rows_report_each_set_with_counts_once_by_its_id() {
         let reg = LabelRegistry::new(10_000);
-        // Enough sets to fill every shard; keep half, so that a prune leaves holes in the tables.
+        // More sets than one chunk of the counter table; keep half, so that a prune leaves holes.
         let sets: Vec<_> = (0..2000)
             .map(|i| reg.intern(vec![("k".into(), format!("v{i}"))]).unwrap())
             .collect();
-        let sorted_ids = |sets: &mut dyn Iterator<Item = u32>| {
-            let mut ids: Vec<_> = sets.collect();
-            ids.sort_unstable();
-            ids
-        };
-        let visited = |reg: &LabelRegistry| {
-            let mut seen = Vec::new();
-            reg.for_each_set(|s| seen.push(s.id()));
-            sorted_ids(&mut seen.into_iter())
-        };
-        assert_eq!(visited(&reg), sorted_ids(&mut sets.iter().map(|s| s.id())));
+        assert!(
+            reg.counter_rows().is_empty(),
+            "no set has anything to report yet"
+        );
+        for (i, set) in sets.iter().enumerate() {
+            // SAFETY: `sets` keeps every set alive; the reference is released below.
+            unsafe { LabelSet::capture_sample_word(LabelSet::as_word(set)) };
+            if i % 3 == 0 {
+                set.add_external(i as i64 + 1);
+            }
+        }
+        reg.overflow().add_external(5);
+        let rows = reg.counter_rows();
+        assert_eq!(rows.len(), 2001);
+        assert_eq!((rows.ids[0], rows.external_bytes[0]), (OVERFLOW_ID, 5.0));
+        for (row, set) in sets.iter().enumerate().map(|(i, s)| (i + 1, s)) {
+            assert_eq!(rows.ids[row], set.id());
+            assert_eq!(rows.samples[row], 1.0);
+            let external = if (row - 1) % 3 == 0 { row as f64 } else { 0.0 };
+            assert_eq!(
+                (rows.external_bytes[row], rows.external_peak_bytes[row]),
+                (external, external)
+            );
+        }
+        reg.overflow().add_external(-5);
+        for (i, set) in sets.iter().enumerate() {
+            // SAFETY: gives back the reference the capture above took.
+            unsafe { LabelSet::release_sample_word(LabelSet::as_word(set)) };
+            if i % 3 == 0 {
+                set.add_external(-(i as i64 + 1));
+            }
+        }
+        // The external bytes are gone, but their peak is reported once more.
+        assert_eq!(reg.counter_rows().len(), 1 + 667);
+        assert!(reg.counter_rows().is_empty());
         let kept: Vec<_> = sets.into_iter().step_by(2).collect();
         assert_eq!(reg.prune(), 1000);
-        let seen = visited(&reg);
-        assert_eq!(seen, sorted_ids(&mut kept.iter().map(|s| s.id())));
-        assert!(!seen.contains(&OVERFLOW_ID));
+        for set in &kept {
+            set.add_external(1);
+        }
+        let rows = reg.counter_rows();
+        let mut ids: Vec<_> = kept.iter().map(|s| s.id()).collect();
+        ids.sort_unstable();
+        assert_eq!(
+            rows.ids, ids,
+            "rows come in id order, pruned sets have none"
+        );
+    }
+
+    #[test]
+    fn counter_rows_name_ids_near_the_end_of_the_id_space() {
+        let reg = LabelRegistry::with_first_id(10, MAX_ID - 2);
+        let sets: Vec<_> = (0..3)
+            .map(|i| reg.intern(vec![("k".into(), format!("v{i}"))]).unwrap())
+            .collect();
+        for set in &sets {
+            set.add_external(1);
+        }
+        assert_eq!(reg.counter_rows().ids, [MAX_ID - 2, MAX_ID - 1, MAX_ID]);
     }
 
     fn p(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

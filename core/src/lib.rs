@@ -3,7 +3,9 @@
 //! Nothing here knows about V8 or N-API. The crate provides:
 //!
 //! - [`labels`]: [`LabelSet`] and the per-isolate [`LabelRegistry`] that interns them, plus the
-//!   word helpers that carry a set across the V8 boundary as one strong reference;
+//!   word helpers that carry a set across the V8 boundary as one strong reference; the sets'
+//!   live-sample and external-byte counters sit in one dense table per registry (`set_counters`),
+//!   read by [`LabelRegistry::counter_rows`];
 //! - [`allocations`]: [`DeadSampleTotals`], allocated bytes per (site, label set) as samples die;
 //! - [`external`]: [`ExternalCounters`], lock-free accounting of ArrayBuffer bytes per label set;
 //! - [`block_words`]: [`BlockWords`], the lock-free block address -> label word table beside it;
@@ -25,6 +27,7 @@ pub mod heapprofile;
 pub mod labels;
 pub mod pprof;
 pub mod profile;
+mod set_counters;
 pub mod summary;
 
 pub use allocations::{
@@ -35,9 +38,9 @@ pub use block_words::BlockWords;
 pub use error::{LabelError, Result};
 pub use external::{ExternalCounters, ExternalSnapshot};
 pub use labels::{
-    is_reserved_key, Interned, LabelRegistry, LabelSet, PendingLabels, DEFAULT_MAX_SETS, MAX_ID,
-    MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE,
-    PRUNE_MIN_CREATED, PRUNE_OVERFLOWED, RESERVED_KEY_PREFIX,
+    is_reserved_key, CounterRows, Interned, LabelRegistry, LabelSet, PendingLabels,
+    DEFAULT_MAX_SETS, MAX_ID, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID,
+    OVERFLOW_KEY, OVERFLOW_VALUE, PRUNE_MIN_CREATED, PRUNE_OVERFLOWED, RESERVED_KEY_PREFIX,
 };
 pub use profile::{
     Allocations, CallFrame, GroupLabels, LabelGroup, NodeIndex, Profile, ProfileNode, Sample,

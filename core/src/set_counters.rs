@@ -1,0 +1,159 @@
+//! The per-set counters that V8's callbacks keep current, in one dense table per registry.
+//!
+//! Every [`LabelSet`](crate::LabelSet) has a slot here: its live samples (captured and not yet
+//! released by V8 on the patched runtime), its external (ArrayBuffer) bytes and their peak since the
+//! previous read. The slots of a registry sit side by side in fixed chunks, indexed by set id, so
+//! that `labelCounters()` reads 10k sets as one sequential scan of a few hundred KiB instead of
+//! chasing a pointer per set through the intern table into each set's own allocation.
+//!
+//! Who touches what:
+//! - V8's callbacks (sample capture and release, ArrayBuffer allocation and free, on the isolate
+//!   thread, GC callbacks and sweeper threads) reach a slot through the set's [`SlotRef`]: relaxed
+//!   atomics on that slot only, never the table's lock, never an allocation.
+//! - The registry takes the table's lock to hand a new set its slot (intern, on a miss) and to scan
+//!   the slots (the counters read); neither runs inside a V8 callback.
+//!
+//! A chunk is reference counted: the table and every set with a slot in it hold it, so a set that
+//! outlives its registry (a word V8 or an ArrayBuffer block still holds after isolate teardown)
+//! still counts into memory it keeps alive.
+
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// Slots per chunk: 256 x 24 bytes = 6 KiB. An index into a chunk is a `u8`, so no bounds check.
+const CHUNK: usize = 256;
+
+/// The counters of one set.
+#[derive(Debug, Default)]
+pub(crate) struct SetCounters {
+    pub(crate) live_samples: AtomicI64,
+    pub(crate) external: AtomicI64,
+    pub(crate) external_peak: AtomicI64,
+}
+
+impl SetCounters {
+    fn reset(&self) {
+        self.live_samples.store(0, Ordering::Relaxed);
+        self.external.store(0, Ordering::Relaxed);
+        self.external_peak.store(0, Ordering::Relaxed);
+    }
+
+    /// The highest external bytes since the previous call (at least the current value), and
+    /// starts a new period at the current value.
+    pub(crate) fn take_external_peak(&self) -> i64 {
+        let current = self.external.load(Ordering::Relaxed);
+        // Most sets hold no external bytes: read first, so a read of 10k sets writes to few.
+        if self.external_peak.load(Ordering::Relaxed) == current {
+            return current;
+        }
+        self.external_peak
+            .swap(current, Ordering::Relaxed)
+            .max(current)
+    }
+
+    /// Whether a read has anything to report for this slot.
+    #[inline]
+    fn is_zero(&self) -> bool {
+        self.live_samples.load(Ordering::Relaxed) == 0
+            && self.external.load(Ordering::Relaxed) == 0
+            && self.external_peak.load(Ordering::Relaxed) == 0
+    }
+}
+
+type Chunk = [SetCounters; CHUNK];
+
+/// A set's handle on its slot.
+pub(crate) struct SlotRef {
+    chunk: Arc<Chunk>,
+    offset: u8,
+}
+
+impl SlotRef {
+    #[inline]
+    pub(crate) fn get(&self) -> &SetCounters {
+        &self.chunk[usize::from(self.offset)]
+    }
+}
+
+impl Drop for SlotRef {
+    /// The slot's set is gone (nobody else can reach the slot now): zero it, so that a scan shows
+    /// no row for it until its index goes to a new set.
+    fn drop(&mut self) {
+        self.get().reset();
+    }
+}
+
+/// The slots of one registry, indexed by [`slot index`](crate::LabelRegistry) (the set's id, made
+/// relative to the registry's first id).
+#[derive(Default)]
+pub(crate) struct CounterTable {
+    chunks: Mutex<Vec<Arc<Chunk>>>,
+}
+
+impl CounterTable {
+    /// The slot at `index`, zeroed, for a new set; allocates the chunks up to it. The previous set
+    /// at `index`, if any, is gone: an index is handed out again only after its set was dropped.
+    pub(crate) fn claim(&self, index: usize) -> SlotRef {
+        let mut chunks = self.chunks.lock().unwrap_or_else(PoisonError::into_inner);
+        let wanted = index / CHUNK + 1;
+        while chunks.len() < wanted {
+            chunks.push(Arc::new(std::array::from_fn(|_| SetCounters::default())));
+        }
+        let slot = SlotRef {
+            chunk: Arc::clone(&chunks[index / CHUNK]),
+            offset: (index % CHUNK) as u8,
+        };
+        slot.get().reset();
+        slot
+    }
+
+    /// Calls `f(index, counters)` for every slot with anything to report, in index order: one
+    /// sequential scan under the table's lock (so `f` must not intern).
+    pub(crate) fn for_each_nonzero(&self, mut f: impl FnMut(usize, &SetCounters)) {
+        let chunks = self.chunks.lock().unwrap_or_else(PoisonError::into_inner);
+        for (c, chunk) in chunks.iter().enumerate() {
+            for (offset, slot) in chunk.iter().enumerate() {
+                if !slot.is_zero() {
+                    f(c * CHUNK + offset, slot);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_claimed_slot_starts_at_zero_and_is_zeroed_when_its_set_goes() {
+        let table = CounterTable::default();
+        let slot = table.claim(CHUNK + 3);
+        slot.get().live_samples.fetch_add(2, Ordering::Relaxed);
+        slot.get().external_peak.store(7, Ordering::Relaxed);
+        let mut seen = Vec::new();
+        table.for_each_nonzero(|i, c| seen.push((i, c.live_samples.load(Ordering::Relaxed))));
+        assert_eq!(seen, [(CHUNK + 3, 2)]);
+        drop(slot);
+        let mut rows = 0;
+        table.for_each_nonzero(|_, _| rows += 1);
+        assert_eq!(rows, 0);
+        assert_eq!(
+            table
+                .claim(CHUNK + 3)
+                .get()
+                .live_samples
+                .load(Ordering::Relaxed),
+            0
+        );
+    }
+
+    #[test]
+    fn a_slot_outlives_its_table() {
+        let table = CounterTable::default();
+        let slot = table.claim(1);
+        drop(table);
+        slot.get().external.fetch_add(5, Ordering::Relaxed);
+        assert_eq!(slot.get().external.load(Ordering::Relaxed), 5);
+    }
+}
