@@ -105,11 +105,10 @@ RawProfile IsolateState::read_profile(bool restart_allocations) {
   return profile;
 }
 
-std::size_t IsolateState::create_label_holder(std::size_t labels,
-                                              std::size_t word,
+std::size_t IsolateState::create_label_holder(std::size_t word,
                                               std::size_t pending) {
   v8::Local<v8::Object> holder;
-  if (!holders_.Create(ToLocal(labels), word, pending).ToLocal(&holder)) {
+  if (!holders_.Create(word, pending).ToLocal(&holder)) {
     throw std::runtime_error("could not create a label holder object");
   }
   return ToNapiValue(holder);

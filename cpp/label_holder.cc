@@ -40,8 +40,7 @@ v8::Local<v8::ObjectTemplate> LabelHolders::Template() {
   return template_.Get(isolate_);
 }
 
-v8::MaybeLocal<v8::Object> LabelHolders::Create(v8::Local<v8::Value> labels,
-                                                std::size_t word,
+v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
                                                 std::size_t pending) {
   v8::EscapableHandleScope scope(isolate_);
   v8::Local<v8::Context> context = isolate_->GetCurrentContext();
@@ -56,7 +55,6 @@ v8::MaybeLocal<v8::Object> LabelHolders::Create(v8::Local<v8::Value> labels,
   // Arc<LabelSet> pointers and records are at least 8-byte aligned, as V8
   // requires (2).
   SetAlignedPointer(holder, kHolderWordField, reinterpret_cast<void*>(word));
-  holder->SetInternalField(kHolderLabelsField, labels);
   SetAlignedPointer(holder, kHolderRecordField, record);
   record->holder.SetWeak(record, &LabelHolders::OnHolderCollected,
                          v8::WeakCallbackType::kParameter);

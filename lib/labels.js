@@ -251,7 +251,7 @@ function holderOnOverflow(labels) {
   let holder = overflowHolders.get(labels)?.deref();
   if (holder === undefined) {
     const [keys, values] = pairsOf.get(labels);
-    holder = native.createLabelHolder(labels, keys, values);
+    holder = native.createLabelHolder(keys, values);
     Object.defineProperty(holder, 'labels', { value: labels });
     Object.freeze(holder);
   }

@@ -191,19 +191,16 @@ pub mod ffi {
         /// Whether reads of the running session have allocation figures (see `RawAllocations`).
         fn reports_allocations(self: &IsolateState) -> bool;
 
-        /// Makes a label holder: an object with field 0 = aligned pointer `word` (one strong ref,
-        /// released by a weak callback when the holder dies; 0 = no labels) and field 1 = the
-        /// frozen labels object `labels` (a napi_value). `pending` (0 or a `PendingLabels` box,
-        /// when `word` is the overflow set) is owned by the holder from now on. Returns the holder
-        /// as a napi_value.
+        /// Makes a label holder: an object whose field 0 is the aligned pointer `word` (one strong
+        /// ref, released by a weak callback when the holder dies; 0 = no labels). `pending` (0 or
+        /// a `PendingLabels` box, when `word` is the overflow set) is owned by the holder from now
+        /// on. Returns the holder as a napi_value.
         ///
         /// # Safety
-        /// Must run inside a napi callback on the isolate's thread; `labels` is a live napi_value
-        /// of that callback, `word` came from the label-word helpers and `pending` from
-        /// `labels::bind_new_holder`.
+        /// Must run inside a napi callback on the isolate's thread; `word` came from the
+        /// label-word helpers and `pending` from `labels::bind_new_holder`.
         unsafe fn create_label_holder(
             self: Pin<&mut IsolateState>,
-            labels: usize,
             word: usize,
             pending: usize,
         ) -> Result<usize>;

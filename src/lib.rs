@@ -53,27 +53,24 @@ pub fn register_labels_key<'env>(env: &'env Env, key: Object<'env>) -> napi::Res
     run().map_err(|e| e.throw(env))
 }
 
-/// Signature: `(labels: object, keys: string[], values: string[]) => object` - interns the pairs
-/// and returns a new label holder whose field 1 is `labels` (bound to the overflow set when the
-/// registry is full; see `bindLabelHolder`; the empty set binds to no labels).
+/// Signature: `(keys: string[], values: string[]) => object` - interns the pairs and returns a new
+/// label holder bound to their set (to the overflow set when the registry is full; see
+/// `bindLabelHolder`; the empty set binds to no labels). lib/ gives it its `labels` property.
 #[napi]
 pub fn create_label_holder<'env>(
     env: &'env Env,
-    labels: Object<'env>,
     keys: Vec<String>,
     values: Vec<String>,
 ) -> napi::Result<Object<'env>> {
     let run = || -> error::Result<Object<'env>> {
         let state = isolate_state(env)?;
         let binding = labels::bind_new_holder(&state.registry, keys, values)?;
-        // SAFETY: inside this napi callback on the isolate thread; `labels` is live and the binding
-        // was just made by `bind_new_holder` (the holder takes it over, also on failure).
+        // SAFETY: inside this napi callback on the isolate thread; the binding was just made by
+        // `bind_new_holder` (the holder takes it over, also on failure).
         let holder = unsafe {
-            state.v8_mut().create_label_holder(
-                labels.raw() as usize,
-                binding.word,
-                binding.pending,
-            )?
+            state
+                .v8_mut()
+                .create_label_holder(binding.word, binding.pending)?
         };
         Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
     };

@@ -42,8 +42,7 @@ class IsolateState {
   bool reports_allocations() const {
     return reports_dead_samples_ || keeps_dead_samples_;
   }
-  std::size_t create_label_holder(std::size_t labels, std::size_t word,
-                                  std::size_t pending);
+  std::size_t create_label_holder(std::size_t word, std::size_t pending);
   std::size_t holder_pending(std::size_t holder) const;
   void rebind_label_holder(std::size_t holder, std::size_t word);
   rust::Vec<std::size_t> overflowed_holders() const;

@@ -1,12 +1,13 @@
 // Label holder objects: the AsyncLocalStorage store that carries a label set.
 //
-// A holder is a JS object with three internal fields:
+// A holder is a JS object with two internal fields:
 //   field 0: aligned pointer to the LabelSet it is bound to (the label word;
 //            null for the empty set, which is no labels). The holder owns one
 //            strong reference, released by a weak callback when the holder is
 //            collected.
-//   field 1: the frozen labels object that lib/ interned.
-//   field 2: aligned pointer to the holder's Record (below).
+//   field 1: aligned pointer to the holder's Record (below).
+// lib/ gives it its frozen labels object as the read-only property `labels`
+// (a property read is what getHeapProfileLabels() needs; no native call).
 // On the patched runtime, V8's allocation-free CPED lookup finds the holder
 // under the labels key and reads field 0 (see docs/architecture.md).
 //
@@ -29,9 +30,8 @@ namespace heap_labels {
 
 // Field indices of a label holder.
 inline constexpr int kHolderWordField = 0;
-inline constexpr int kHolderLabelsField = 1;
-inline constexpr int kHolderRecordField = 2;
-inline constexpr int kHolderFieldCount = 3;
+inline constexpr int kHolderRecordField = 1;
+inline constexpr int kHolderFieldCount = 2;
 
 // Makes and tracks the label holders of one isolate.
 class LabelHolders {
@@ -46,8 +46,7 @@ class LabelHolders {
   // Takes ownership of the strong reference `word` stands for and of
   // `pending` (a PendingLabels box, 0 when `word` is the holder's own set),
   // also on failure (empty result).
-  v8::MaybeLocal<v8::Object> Create(v8::Local<v8::Value> labels,
-                                    std::size_t word, std::size_t pending);
+  v8::MaybeLocal<v8::Object> Create(std::size_t word, std::size_t pending);
 
   // The pending labels of `holder` (not transferred): 0 when it is bound to
   // its own set. False when `holder` is not a live holder of this isolate.
