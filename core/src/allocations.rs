@@ -21,8 +21,8 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::estimate;
 use crate::labels::LabelSet;
-use crate::profile::Profile;
 
 /// Node id of the per-label-set group that takes dead samples once `max_groups` groups exist. V8
 /// numbers nodes from 1 upwards, so no node has this id; encoders give it an empty stack.
@@ -34,7 +34,7 @@ pub const DEFAULT_MAX_GROUPS: usize = 1 << 16;
 /// What one dead sample of `size` bytes stands for at `sample_interval`: (objects, bytes), scaled
 /// like the live figures. The one place the allocated figures are estimated.
 pub fn dead_sample_estimate(size: u64, sample_interval: u64) -> (f64, f64) {
-    let objects = Profile::estimate_objects(size, 1, sample_interval);
+    let objects = estimate::objects(size, 1, sample_interval);
     (objects, objects * size as f64)
 }
 
@@ -204,7 +204,7 @@ mod tests {
         );
         let snap = totals.snapshot(None);
         assert_eq!(snap.groups.len(), 1);
-        let per_object = Profile::estimate_objects(64, 1, 1024);
+        let per_object = estimate::objects(64, 1, 1024);
         assert!((snap.groups[0].objects - 3.0 * per_object).abs() < 1e-9);
         assert!((snap.groups[0].bytes - 3.0 * 64.0 * per_object).abs() < 1e-6);
         drop(snap);
@@ -229,7 +229,7 @@ mod tests {
         unsafe { totals.record(captured(&a), 1, 100, 12) };
         let second = totals.snapshot(None);
         assert_eq!(second.window_start, 9);
-        let per_object = Profile::estimate_objects(100, 1, 1024);
+        let per_object = estimate::objects(100, 1, 1024);
         assert!((second.groups[0].objects - per_object).abs() < 1e-9);
         assert_eq!(a.live_samples(), 0);
     }
@@ -257,7 +257,7 @@ mod tests {
         assert_eq!(totals.folded(), 2000 - 4);
         let snap = totals.snapshot(None);
         let total: f64 = snap.groups.iter().map(|g| g.objects).sum();
-        let per_object = Profile::estimate_objects(32, 1, 1024);
+        let per_object = estimate::objects(32, 1, 1024);
         assert!(
             (total - 2000.0 * per_object).abs() < 1e-6,
             "nothing is lost"

@@ -139,6 +139,7 @@ fn write_node_open<W: io::Write>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::estimate;
     use crate::profile::Sample;
     use serde_json::Value;
 
@@ -188,7 +189,7 @@ mod tests {
         assert_eq!(leaf["callFrame"]["functionName"], "");
         assert_eq!(leaf["callFrame"]["lineNumber"], 8);
         assert_eq!(leaf["callFrame"]["columnNumber"], 13);
-        let expected = (Profile::estimate(100, 1, 1024) + Profile::estimate(2048, 1, 1024)).round();
+        let expected = (estimate::bytes(100, 1, 1024) + estimate::bytes(2048, 1, 1024)).round();
         assert_eq!(leaf["selfSize"].as_u64().unwrap(), expected as u64);
         assert_eq!(head["children"][1]["id"], 4);
 
@@ -198,7 +199,7 @@ mod tests {
         assert_eq!(samples[1]["ordinal"], 12);
         assert_eq!(
             samples[1]["size"].as_u64().unwrap(),
-            Profile::estimate(2048, 1, 1024).round() as u64
+            estimate::bytes(2048, 1, 1024).round() as u64
         );
     }
 

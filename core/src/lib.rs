@@ -9,7 +9,8 @@
 //! - [`allocations`]: [`DeadSampleTotals`], allocated bytes per (site, label set) as samples die;
 //! - [`external`]: [`ExternalCounters`], lock-free accounting of ArrayBuffer bytes per label set;
 //! - [`block_words`]: [`BlockWords`], the lock-free block address -> label word table beside it;
-//! - [`profile`]: the heap [`Profile`] model, V8's sample scaling ([`Profile::estimate`]) and
+//! - [`estimate`]: V8's sample scaling (what one sample stands for);
+//! - [`profile`]: the heap [`Profile`] model and
 //!   aggregation by label ([`Profile::by_label`]);
 //! - [`pprof`]: gzip-compressed `profile.proto` output ([`pprof::encode`]);
 //! - [`heapprofile`]: Chrome DevTools `.heapprofile` JSON ([`heapprofile::to_string`]);
@@ -22,6 +23,7 @@ pub mod allocations;
 pub mod block_words;
 pub mod dump;
 pub mod error;
+pub mod estimate;
 pub mod external;
 pub mod heapprofile;
 pub mod labels;

@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::allocations::AllocatedGroup;
+use crate::estimate;
 use crate::labels::LabelSet;
 
 /// Where a node's function is, as V8's `AllocationProfile::Node` gives it.
@@ -105,7 +106,7 @@ impl PartialEq for GroupLabels {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LabelGroup {
     pub labels: GroupLabels,
-    /// Estimated live heap bytes (sum of [`Profile::estimate`] over the group's samples).
+    /// Estimated live heap bytes (sum of [`estimate::bytes`] over the group's samples).
     pub bytes: f64,
     /// Estimated live object count.
     pub objects: f64,
@@ -144,33 +145,14 @@ impl Profile {
         index
     }
 
-    /// Unsampled estimate of the bytes a sample stands for: `size * count / (1 - exp(-size /
-    /// interval))`. Poisson sampling with mean interval r picks an object of size s with probability
-    /// 1 - exp(-s/r), so each sampled object stands for 1/(1 - exp(-s/r)) objects (V8's
-    /// `ScaleSample`). An interval of 0 means every allocation was sampled: no scaling.
-    pub fn estimate(size: u64, count: u32, interval: u64) -> f64 {
-        Self::estimate_objects(size, count, interval) * size as f64
-    }
-
-    /// Unsampled estimate of the objects a sample stands for: `count / (1 - exp(-size / interval))`
-    /// (`count` when the interval or the size is 0).
-    pub fn estimate_objects(size: u64, count: u32, interval: u64) -> f64 {
-        let count = f64::from(count);
-        if interval == 0 || size == 0 {
-            return count;
-        }
-        let p = -(-(size as f64) / interval as f64).exp_m1(); // 1 - exp(-s/r), precise for small s/r
-        count / p
-    }
-
     /// Estimated bytes of one sample at this profile's interval.
     pub fn sample_bytes(&self, sample: &Sample) -> f64 {
-        Self::estimate(sample.size, sample.count, self.sample_interval)
+        estimate::bytes(sample.size, sample.count, self.sample_interval)
     }
 
     /// Estimated objects of one sample at this profile's interval.
     pub fn sample_objects(&self, sample: &Sample) -> f64 {
-        Self::estimate_objects(sample.size, sample.count, self.sample_interval)
+        estimate::objects(sample.size, sample.count, self.sample_interval)
     }
 
     /// Whether live sample `sample` was allocated in the allocation window (always false without
@@ -355,21 +337,21 @@ mod tests {
     #[test]
     fn estimate_matches_hand_computed_values() {
         // 100 B x2 at 400 B: 200 / (1 - e^-0.25) = 904.16233283756
-        assert!(close(Profile::estimate(100, 2, 400), 904.162_332_837_559_7));
+        assert!(close(estimate::bytes(100, 2, 400), 904.162_332_837_559_7));
         // size == interval: 1024 / (1 - e^-1) = 1619.94414783419
         assert!(close(
-            Profile::estimate(1024, 1, 1024),
+            estimate::bytes(1024, 1, 1024),
             1_619.944_147_834_190_3
         ));
         assert!(close(
-            Profile::estimate_objects(1024, 1, 1024),
+            estimate::objects(1024, 1, 1024),
             1.581_976_706_869_326_5
         ));
         // interval 0: every allocation sampled, no scaling.
-        assert_eq!(Profile::estimate(100, 3, 0), 300.0);
+        assert_eq!(estimate::bytes(100, 3, 0), 300.0);
         // Huge objects are always sampled: the estimate tends to the size.
         assert!(close(
-            Profile::estimate(1 << 30, 1, 1024),
+            estimate::bytes(1 << 30, 1, 1024),
             (1u64 << 30) as f64
         ));
     }

@@ -151,6 +151,7 @@ fn civil_from_days(days: i64) -> Date {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::estimate;
     use crate::labels::LabelRegistry;
     use crate::profile::{CallFrame, Sample};
 
@@ -201,7 +202,7 @@ mod tests {
         assert!(text.contains("# reason: signal SIGUSR2"));
         assert!(text.contains("# pid: 42"));
         assert!(text.contains("live samples: 4 (3 labeled)"));
-        let leak_bytes = 2.0 * Profile::estimate(4096, 1, 1024);
+        let leak_bytes = 2.0 * estimate::bytes(4096, 1, 1024);
         assert!(rows[0]
             .trim_start()
             .starts_with(&format!("{leak_bytes:.0}")));

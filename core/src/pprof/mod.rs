@@ -455,9 +455,9 @@ mod tests {
         assert_eq!(d.sample.len(), 3);
         let big = &d.sample[0];
         assert_eq!(big.location_id, [3, 2], "leaf first, root left out");
-        let est = Profile::estimate(1 << 20, 1, 512 * 1024);
+        let est = crate::estimate::bytes(1 << 20, 1, 512 * 1024);
         assert_eq!(big.value[1], (2.0 * est).round() as i64);
-        let objs = Profile::estimate_objects(1 << 20, 1, 512 * 1024);
+        let objs = crate::estimate::objects(1 << 20, 1, 512 * 1024);
         assert_eq!(big.value[0], (2.0 * objs).round() as i64);
         let labels: Vec<_> = big.label.iter().map(|l| (st(l.key), st(l.str))).collect();
         assert_eq!(labels, [("route", "/a"), ("tenant", "t1")]);
