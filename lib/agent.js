@@ -17,8 +17,8 @@ const { counters } = require('./counters');
 const { fromOptions } = require('./config');
 const { createHeapProfileHandler, HEAP_PATH } = require('./endpoint');
 const { GrowthWatch, formatEpisode, formatSection } = require('./growth');
+const { currentAgent, setCurrentAgent } = require('./current-agent');
 
-let current; // the running agent of this thread
 
 function log(message) {
   process.stderr.write(`heap-labels: ${message}\n`);
@@ -192,7 +192,7 @@ class Agent {
     // Stop without holding on to the last profile (the handle itself is dropped with the agent).
     this.#handle.stop();
     this.#handle = undefined;
-    if (current === this) current = undefined;
+    if (currentAgent() === this) setCurrentAgent(undefined);
   }
 
   // Snapshots on an unref'd timer: the watch never keeps the process alive. At most maxLabelSets
@@ -261,11 +261,11 @@ async function startAgent(options) {
 }
 
 async function startValidated(o) {
-  if (current !== undefined) {
+  if (currentAgent() !== undefined) {
     throw new Error('heap-labels: an agent is already running in this thread (stop it first)');
   }
   const agent = new Agent(o);
-  current = agent;
+  setCurrentAgent(agent);
   if (o.http) {
     try {
       await agent.listen(o.http, o.token);
@@ -275,11 +275,6 @@ async function startValidated(o) {
     }
   }
   return agent;
-}
-
-// The running agent of this thread, if any.
-function currentAgent() {
-  return current;
 }
 
 module.exports = { startAgent, startValidated, currentAgent, Agent };

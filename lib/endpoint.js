@@ -9,6 +9,8 @@
 // With a token, requests must send `Authorization: Bearer <token>`; tokens are compared as SHA-256
 // digests with crypto.timingSafeEqual (constant time, whatever the lengths).
 
+const { currentAgent } = require('./current-agent');
+
 // Loaded when a token is first digested (creating a handler with a token), not with the package:
 // a Node.js built without crypto can still profile, and a token there fails when it is configured.
 let crypto;
@@ -94,7 +96,7 @@ function createHeapProfileHandler(options) {
         sendText(res, 400, `heap-labels: ${err.message}\n`);
         return;
       }
-      const source = agent ?? require('./agent').currentAgent();
+      const source = agent ?? currentAgent();
       if (source === undefined || !source.running) {
         sendText(res, 503, 'heap-labels: no profiling session runs (start one with heap-labels/register or startAgent())\n');
         return;
