@@ -9,12 +9,14 @@
 const { types } = require('node:util');
 const { native } = require('./native');
 
-// Limits, shared with the Rust core (core/src/labels.rs) and documented in the README.
-const MAX_LABELS = 32;
-const MAX_KEY_BYTES = 128;
-const MAX_VALUE_BYTES = 1024;
-// Keys starting with this are heap-labels' own (the overflow set's key); shared with the Rust core.
-const RESERVED_PREFIX = 'heap_labels.';
+// Limits, defined once in the Rust core (core/src/labels.rs) and documented in the README; keys
+// starting with RESERVED_PREFIX are heap-labels' own (the overflow set's key).
+const {
+  maxLabels: MAX_LABELS,
+  maxKeyBytes: MAX_KEY_BYTES,
+  maxValueBytes: MAX_VALUE_BYTES,
+  reservedKeyPrefix: RESERVED_PREFIX,
+} = native.labelLimits();
 
 const interned = new WeakSet(); // frozen label objects made here (user labels; not the overflow set's)
 const byKey = new Map(); // canonical key -> WeakRef(frozen labels)

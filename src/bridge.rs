@@ -154,9 +154,9 @@ pub mod ffi {
             highest_live_sample_id: u64,
         ) -> RawAllocations;
 
-        /// Writes the near-heap-limit dump of `profile` with the dumper at address `dumper`
-        /// (`src/near_heap_limit.rs`). Called from V8's near-heap-limit callback on the isolate
-        /// thread: native memory and file I/O only, never the JS heap.
+        /// Writes the near-heap-limit dump of `profile` through the `NearHeapLimitHook` at address
+        /// `dumper` (armed by `src/near_heap_limit.rs`). Called from V8's near-heap-limit callback
+        /// on the isolate thread: native memory and file I/O only, never the JS heap.
         fn write_near_heap_limit_dump(dumper: usize, profile: RawProfile, external_memory: u64);
     }
 
@@ -187,9 +187,6 @@ pub mod ffi {
         /// Sets the address of the isolate's `Mutex<DeadSampleTotals>` (valid for the state's
         /// lifetime): labeled sessions hand dead samples to it when the runtime can report them.
         fn set_dead_sample_totals(self: Pin<&mut IsolateState>, totals: usize);
-
-        /// Whether reads of the running session have allocation figures (see `RawAllocations`).
-        fn reports_allocations(self: &IsolateState) -> bool;
 
         /// Makes a label holder: an object whose field 0 is the aligned pointer `word` (one strong
         /// ref, released by a weak callback when the holder dies; 0 = no labels). `pending` (0 or
@@ -268,8 +265,9 @@ pub mod ffi {
         /// `HeapStatistics::used_heap_size()` of the isolate.
         fn used_heap_size(self: &IsolateState) -> u64;
 
-        /// Registers the near-heap-limit callback: up to `count` dumps through the dumper at
-        /// address `dumper`, which must stay valid until `disarm_near_heap_limit`.
+        /// Registers the near-heap-limit callback: up to `count` dumps through the
+        /// `NearHeapLimitHook` at address `dumper`, which must stay valid until
+        /// `disarm_near_heap_limit`.
         fn arm_near_heap_limit(self: Pin<&mut IsolateState>, dumper: usize, count: u32);
 
         /// Removes the near-heap-limit callback (no-op when not armed).
@@ -286,57 +284,57 @@ pub mod ffi {
     }
 }
 
-/// See `ffi::release_label_word`. Runs inside V8 GC weak callbacks: no allocation beyond what
-/// dropping an `Arc` frees, no locks, no calls into V8.
-fn release_label_word(word: usize) {
-    crate::labels::release_word(word);
-}
+// The callbacks of the `extern "Rust"` block: all in `v8_callbacks` (its top comment states their
+// contract), but for the two that speak the bridge's own types.
+use crate::v8_callbacks::{
+    capture_sample_word, drop_pending_labels, external_alloc, external_free, record_dead_sample,
+    release_label_word, release_sample_word, retain_label_word,
+};
 
-/// See `ffi::drop_pending_labels`. Runs inside V8 GC weak callbacks: a plain free.
-fn drop_pending_labels(pending: usize) {
-    crate::labels::drop_pending(pending);
-}
-
-/// See `ffi::retain_label_word`. Runs inside V8's allocation path: one atomic increment.
-fn retain_label_word(word: usize) {
-    crate::labels::retain_word(word);
-}
-
-/// See `ffi::external_alloc`.
-fn external_alloc(counters: usize, block: usize, word: usize, bytes: usize) {
-    crate::external::on_alloc(counters, block, word, bytes);
-}
-
-/// See `ffi::external_free`.
-fn external_free(counters: usize, block: usize, bytes: usize) {
-    crate::external::on_free(counters, block, bytes);
-}
-
-/// See `ffi::capture_sample_word`. Runs inside V8's allocation path: two atomic increments.
-fn capture_sample_word(word: usize) {
-    crate::counters::capture_sample_word(word);
-}
-
-/// See `ffi::release_sample_word`. Runs in GC weak callbacks: atomics only.
-fn release_sample_word(word: usize) {
-    crate::counters::release_sample_word(word);
-}
-
-/// See `ffi::record_dead_sample`.
-fn record_dead_sample(totals: usize, word: usize, node_id: u32, size: u64, sample_id: u64) {
-    crate::allocations::record_dead_sample(totals, word, node_id, size, sample_id);
-}
-
-/// See `ffi::take_dead_samples`.
+/// See `ffi::take_dead_samples`: `v8_callbacks::take_dead_samples` as the bridge's struct, each
+/// group's label set as a word that owns its reference.
 fn take_dead_samples(
     totals: usize,
     restart: bool,
     highest_live_sample_id: u64,
 ) -> ffi::RawAllocations {
-    crate::allocations::take_dead_samples(totals, restart, highest_live_sample_id)
+    let snapshot = crate::v8_callbacks::take_dead_samples(totals, restart, highest_live_sample_id);
+    ffi::RawAllocations {
+        reported: true,
+        groups: snapshot
+            .groups
+            .into_iter()
+            .map(|group| ffi::RawAllocatedGroup {
+                node_id: group.node_id,
+                label_word: group
+                    .labels
+                    .map_or(0, heap_labels_core::LabelSet::into_word),
+                objects: group.objects,
+                bytes: group.bytes,
+            })
+            .collect(),
+        window_start: snapshot.window_start,
+    }
+}
+
+/// What V8's near-heap-limit callback runs with the copied profile and the isolate's external
+/// memory: made by `near_heap_limit` when it arms, boxed in the isolate state, its address held by
+/// cpp/ until disarmed. It runs inside that callback on the isolate thread (native memory and
+/// system calls only; never the JS heap, never JS).
+pub struct NearHeapLimitHook(pub Box<dyn Fn(ffi::RawProfile, u64) + Send + Sync>);
+
+impl NearHeapLimitHook {
+    /// The address cpp/ holds while armed.
+    pub fn address(&self) -> usize {
+        self as *const NearHeapLimitHook as usize
+    }
 }
 
 /// See `ffi::write_near_heap_limit_dump`.
-fn write_near_heap_limit_dump(dumper: usize, profile: ffi::RawProfile, external_memory: u64) {
-    crate::near_heap_limit::write_dump(dumper, profile, external_memory);
+fn write_near_heap_limit_dump(hook: usize, profile: ffi::RawProfile, external_memory: u64) {
+    // SAFETY: cpp/ passes the address armed by `near_heap_limit`, whose box the isolate state keeps
+    // until the callback is removed (`IsolateAddon::disarm_near_heap_limit` removes it first); the
+    // hook is never mutated, so a shared reference is sound.
+    let hook = unsafe { &*(hook as *const NearHeapLimitHook) };
+    (hook.0)(profile, external_memory);
 }

@@ -1,8 +1,8 @@
 //! Per-label counters without reading a profile: live samples per label set (counted by the
-//! capture/release callbacks on the patched runtime), external bytes and their peak since the
-//! previous read. Cost: one pass over the interned sets, no call tree, no V8 profile.
+//! capture/release callbacks in `v8_callbacks` on the patched runtime), external bytes and their
+//! peak since the previous read. Cost: one scan of the registry's counter table
+//! (`LabelRegistry::counter_rows`), no call tree, no V8 profile.
 
-use heap_labels_core::LabelSet;
 use napi::bindgen_prelude::{Float64Array, Uint32Array};
 use napi::Env;
 use napi_derive::napi;
@@ -11,23 +11,6 @@ use crate::bridge::ffi;
 use crate::error::{self, Error};
 use crate::js_profile::NativeLabelSet;
 use crate::state::isolate_state;
-
-/// See `ffi::capture_sample_word`.
-pub fn capture_sample_word(word: usize) {
-    if word != 0 {
-        // SAFETY: cpp/ passes the word of the current async context's holder (alive: the frame
-        // references it) or the isolate's unlabeled-samples set (alive with the isolate state).
-        unsafe { LabelSet::capture_sample_word(word) }
-    }
-}
-
-/// See `ffi::release_sample_word`.
-pub fn release_sample_word(word: usize) {
-    if word != 0 {
-        // SAFETY: V8 hands back each word captured by `capture_sample_word` exactly once.
-        unsafe { LabelSet::release_sample_word(word) }
-    }
-}
 
 /// Rows of `labelCounters()`: one per label set with a live sample or external bytes (the
 /// overflow set, id 0, included), as columns.

@@ -3,7 +3,7 @@
 use napi_derive::napi;
 
 use crate::error::{Error, Result};
-use crate::session::SessionOptions;
+use crate::state::SessionOptions;
 
 /// Options of `startProfile`, already validated and defaulted by lib/ under the same names.
 #[napi(object)]

@@ -1,5 +1,6 @@
-//! Label sets at the napi boundary: binding label holders to interned sets, rebinding the holders
-//! that got the overflow set once the registry has room, and the words the holders own.
+//! Label sets at the napi boundary: binding label holders to interned sets and rebinding the
+//! holders that got the overflow set once the registry has room. (The holders' weak callbacks
+//! give their words and pending boxes back through `v8_callbacks`.)
 //!
 //! A holder made while the registry is full is bound to the overflow set and keeps its labels as
 //! pending labels (a `PendingLabels` box owned by the holder's record in cpp/). Rebinding happens
@@ -119,48 +120,12 @@ pub fn rebind_overflowed(state: &mut IsolateAddon) -> Result<usize> {
     Ok(rebound)
 }
 
-/// Frees pending labels made by [`bind_new_holder`].
-///
-/// Runs inside V8 GC weak callbacks and at isolate teardown: a plain free; no lock, no V8 call.
-pub fn drop_pending(pending: usize) {
-    if pending == 0 {
-        return;
-    }
-    // SAFETY: cpp/ calls this exactly once per box it received from `bind_new_holder` (rebind,
-    // holder weak callback or teardown).
-    drop(unsafe { Box::from_raw(pending as *mut PendingLabels) });
-}
-
-/// Gives back the reference a word owns.
-///
-/// Runs inside V8 GC weak callbacks and at isolate teardown: one atomic decrement (and a heap free
-/// when it was the last reference); no lock, no V8 call.
-pub fn release_word(word: usize) {
-    if word == 0 {
-        return;
-    }
-    // SAFETY: cpp/ calls this exactly once per word it received from `bind_new_holder` or `retry`
-    // (holder rebind, weak callback or teardown), so the word still owns its reference.
-    unsafe { LabelSet::release_word(word) }
-}
-
-/// Takes one more reference for `word` (0 is ignored).
-///
-/// Runs inside V8's allocation path (the sample-labels capture callback) and in the counting
-/// allocator: one atomic increment, nothing else.
-pub fn retain_word(word: usize) {
-    if word == 0 {
-        return;
-    }
-    // SAFETY: cpp/ passes words read from a live label holder (which owns a reference for as long
-    // as it is reachable, and it is: it is the current async context's store) or from V8's
-    // per-sample storage (which owns one until the release callback), so the set is alive.
-    unsafe { LabelSet::retain_word(word) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::v8_callbacks::{
+        drop_pending_labels as drop_pending, release_label_word as release_word,
+    };
     use std::sync::Arc;
 
     fn bind(registry: &LabelRegistry, route: &str) -> HolderBinding {

@@ -1,12 +1,13 @@
 //! heap-labels: the native addon behind the `heap-labels` package (label-aware heap profiling for
 //! Node.js). lib/ is its only caller; every export documents its JS signature.
 //!
-//! Layout: `bridge` (the one cxx bridge to cpp/), `state` (per-isolate state), `labels` (label
-//! holders and words), `session` (profiler lifecycle), `model` (raw V8 profile -> core model),
-//! `allocations` (dead-sample totals for allocation figures), `external` (the counting allocator's
-//! entry points), `js_profile` and `js_types` (values exchanged with lib/), `error` (the error enum
-//! and its JS mapping); the operations features: `ops` (their per-isolate state), `counters`
-//! (per-label counters), `dump` (signal/HTTP dumps), `near_heap_limit`.
+//! Layout, from the bottom up (a module imports only those before it): `allocations` (dead-sample
+//! totals for allocation figures), `v8_callbacks` (everything V8 calls into Rust, with its
+//! contract), `bridge` (the one cxx bridge to cpp/), `ops` (the operations features' per-isolate state),
+//! `model` (raw V8 profile -> core model), `state` (per-isolate state, the running session's facts
+//! included), `labels` (binding label holders to sets), `session` (profiler lifecycle), `js_profile`
+//! and `js_types` (values exchanged with lib/), `counters` (per-label counters), `dump`
+//! (signal/HTTP dumps), `near_heap_limit`; `error` (the error enum and its JS mapping) serves all.
 
 mod allocations;
 mod bridge;
@@ -15,7 +16,6 @@ mod bridge;
 pub mod counters;
 pub mod dump;
 mod error;
-mod external;
 mod js_profile;
 mod js_types;
 mod labels;
@@ -24,6 +24,7 @@ pub mod near_heap_limit;
 mod ops;
 mod session;
 mod state;
+mod v8_callbacks;
 
 use napi::bindgen_prelude::{Object, Unknown};
 use napi::{Env, JsValue};
@@ -33,8 +34,8 @@ use crate::bridge::ffi;
 use crate::error::Error;
 use crate::js_profile::NativeProfile;
 use crate::js_types::{NativeCapabilities, NativeStartOptions, NativeStats};
-use crate::session::SessionOptions;
 use crate::state::isolate_state;
+use crate::state::SessionOptions;
 
 /// Signature: `(key: object) => object` - registers lib/'s AsyncLocalStorage as the labels key,
 /// unless one is registered already, and returns the registered one: every lib/ instance sharing
@@ -51,6 +52,29 @@ pub fn register_labels_key<'env>(env: &'env Env, key: Object<'env>) -> napi::Res
         ))
     };
     run().map_err(|e| e.throw(env))
+}
+
+/// The limits of a label set, defined once in the core (`heap_labels_core::labels`): lib/ checks
+/// user labels against these and names them in its errors.
+#[napi(object)]
+pub struct NativeLabelLimits {
+    pub max_labels: u32,
+    pub max_key_bytes: u32,
+    pub max_value_bytes: u32,
+    /// Keys starting with this are heap-labels' own (the overflow set's key).
+    pub reserved_key_prefix: String,
+}
+
+/// Signature: `() => NativeLabelLimits`.
+#[napi]
+pub fn label_limits() -> NativeLabelLimits {
+    use heap_labels_core::{MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, RESERVED_KEY_PREFIX};
+    NativeLabelLimits {
+        max_labels: MAX_LABELS as u32,
+        max_key_bytes: MAX_KEY_BYTES as u32,
+        max_value_bytes: MAX_VALUE_BYTES as u32,
+        reserved_key_prefix: RESERVED_KEY_PREFIX.to_owned(),
+    }
 }
 
 /// Signature: `(keys: string[], values: string[]) => object` - interns the pairs and returns a new

@@ -1,8 +1,9 @@
 //! The near-heap-limit profile: cpp/near_heap_limit.cc registers V8's near-heap-limit callback and,
-//! when V8 calls it, copies the allocation profile and calls [`write_dump`] with the armed
-//! [`HeapLimitDumper`]. Everything here runs inside that callback on the isolate thread: it builds
-//! the model, encodes the pprof and the summary and writes both files with `std::fs` (native memory
-//! and system calls only; nothing touches the JS heap or calls into JS).
+//! when V8 calls it, copies the allocation profile and runs the armed `NearHeapLimitHook`, which
+//! calls [`write_dump`] with this session's [`HeapLimitDumper`]. `write_dump` runs inside that
+//! callback on the isolate thread: it builds the model, encodes the pprof and the summary and writes
+//! both files with `std::fs` (native memory and system calls only; nothing touches the JS heap or
+//! calls into JS).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -14,12 +15,12 @@ use heap_labels_core::{dump, ExternalCounters, LabelRegistry};
 use napi::Env;
 use napi_derive::napi;
 
-use crate::bridge::ffi;
+use crate::bridge::{ffi, NearHeapLimitHook};
 use crate::dump::{next_sequence, now_nanos};
 use crate::error::{self, Error};
 use crate::model;
 use crate::session;
-use crate::state::{isolate_state, IsolateAddon};
+use crate::state::isolate_state;
 
 /// Everything a near-heap-limit dump needs, fixed when it is armed (for one session).
 pub struct HeapLimitDumper {
@@ -62,8 +63,8 @@ pub fn arm_near_heap_limit(
                 reason: "must be at least 1 to arm".into(),
             });
         }
-        disarm(state);
-        let dumper = Arc::new(HeapLimitDumper {
+        state.disarm_near_heap_limit();
+        let dumper = HeapLimitDumper {
             dir: PathBuf::from(options.dir),
             keep: options.keep as usize,
             labeled: options.labeled,
@@ -72,9 +73,12 @@ pub fn arm_near_heap_limit(
             started: running.started,
             registry: Arc::clone(&state.registry),
             counters: state.counters,
-        });
-        let address = Arc::as_ptr(&dumper) as usize;
-        state.ops.dumper = Some(dumper);
+        };
+        let hook = Box::new(NearHeapLimitHook(Box::new(move |raw, external_memory| {
+            write_dump(&dumper, raw, external_memory)
+        })));
+        let address = hook.address();
+        state.ops.near_heap_limit = Some(hook);
         state.v8_mut().arm_near_heap_limit(address, options.count);
         Ok(())
     };
@@ -85,7 +89,7 @@ pub fn arm_near_heap_limit(
 #[napi]
 pub fn disarm_near_heap_limit(env: Env) -> napi::Result<()> {
     let run = || -> error::Result<()> {
-        disarm(isolate_state(&env)?);
+        isolate_state(&env)?.disarm_near_heap_limit();
         Ok(())
     };
     run().map_err(|e| e.throw(&env))
@@ -98,19 +102,9 @@ pub fn near_heap_limit_remaining(env: Env) -> napi::Result<u32> {
     run().map_err(|e| e.throw(&env))
 }
 
-/// Removes the callback first, then drops the dumper it points at.
-pub fn disarm(state: &mut IsolateAddon) {
-    state.v8_mut().disarm_near_heap_limit();
-    state.ops.dumper = None;
-}
-
-/// See `ffi::write_near_heap_limit_dump`. Reports on stderr what it wrote (or why it could not):
-/// the process is about to die and this line is the operator's pointer to the file.
-pub fn write_dump(dumper: usize, raw: ffi::RawProfile, external_memory: u64) {
-    // SAFETY: cpp/ passes the address armed by `arm_near_heap_limit`, whose `Arc` the isolate
-    // state keeps until `disarm` has removed the callback; the callback runs on the isolate thread
-    // while no `&mut` to the dumper exists (it is never mutated).
-    let dumper = unsafe { &*(dumper as *const HeapLimitDumper) };
+/// The dump, from the near-heap-limit callback. Reports on stderr what it wrote (or why it could
+/// not): the process is about to die and this line is the operator's pointer to the file.
+fn write_dump(dumper: &HeapLimitDumper, raw: ffi::RawProfile, external_memory: u64) {
     let external =
         model::ExternalInput::from_parts(&dumper.registry, dumper.counters, || external_memory);
     let built = model::build_profile(raw, dumper.sample_interval, external);

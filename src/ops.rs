@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use heap_labels_core::{LabelRegistry, LabelSet};
 
-use crate::near_heap_limit::HeapLimitDumper;
+use crate::bridge::NearHeapLimitHook;
 
 /// What the operations features keep per isolate.
 pub struct OpsState {
@@ -14,8 +14,8 @@ pub struct OpsState {
     /// throwaway registry: it is never interned, and cpp/ maps its word back to "unlabeled" before
     /// any profile reaches the model.
     pub unlabeled: Arc<LabelSet>,
-    /// The armed near-heap-limit dumper; cpp/ holds its address while armed.
-    pub dumper: Option<Arc<HeapLimitDumper>>,
+    /// The armed near-heap-limit dump; cpp/ holds its address while armed.
+    pub near_heap_limit: Option<Box<NearHeapLimitHook>>,
 }
 
 impl OpsState {
@@ -25,7 +25,7 @@ impl OpsState {
             .expect("the empty label set is valid");
         OpsState {
             unlabeled,
-            dumper: None,
+            near_heap_limit: None,
         }
     }
 

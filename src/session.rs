@@ -1,7 +1,8 @@
-//! The lifecycle of a heap profile session: one per isolate, because V8 keeps one sampling heap
-//! profiler per isolate.
+//! The lifecycle of a heap profile session (start, read, stop): one per isolate, because V8 keeps
+//! one sampling heap profiler per isolate. The session's facts (`Session`) are part of the
+//! isolate state.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime};
 
 use heap_labels_core::pprof::EncodeOptions;
 
@@ -9,55 +10,7 @@ use crate::bridge::ffi;
 use crate::error::{Error, Result};
 use crate::labels;
 use crate::model::{self, ReadProfile};
-use crate::state::IsolateAddon;
-
-/// Options of a session, as lib/ validated and defaulted them (lib/profile.js owns the defaults,
-/// the limits and the user-facing errors; `js_types` guards the conversion at the native surface).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SessionOptions {
-    pub sample_interval: u64,
-    pub stack_depth: u32,
-    pub include_objects_collected_by_major_gc: bool,
-    pub include_objects_collected_by_minor_gc: bool,
-    pub track_allocations: bool,
-    pub max_label_sets: usize,
-}
-
-impl SessionOptions {
-    fn to_ffi(self) -> ffi::StartOptions {
-        ffi::StartOptions {
-            sample_interval: self.sample_interval,
-            stack_depth: self.stack_depth as i32,
-            include_objects_collected_by_major_gc: self.include_objects_collected_by_major_gc,
-            include_objects_collected_by_minor_gc: self.include_objects_collected_by_minor_gc,
-            track_allocations: self.track_allocations,
-        }
-    }
-}
-
-/// The running session of an isolate.
-#[derive(Debug, Clone, Copy)]
-pub struct Session {
-    pub id: u32,
-    pub options: SessionOptions,
-    /// When the profiler started, for the pprof header.
-    pub started_at: SystemTime,
-    pub started: Instant,
-}
-
-impl Session {
-    /// pprof header times: the session start and how long it has run.
-    pub fn encode_options(&self) -> EncodeOptions {
-        let since_epoch = self
-            .started_at
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        EncodeOptions {
-            time_nanos: i64::try_from(since_epoch.as_nanos()).unwrap_or(0),
-            duration_nanos: i64::try_from(self.started.elapsed().as_nanos()).unwrap_or(0),
-        }
-    }
-}
+use crate::state::{IsolateAddon, Session, SessionOptions};
 
 /// Starts the isolate's sampling heap profiler and returns the new session's id.
 pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
@@ -131,9 +84,9 @@ pub fn running_session(state: &IsolateAddon, id: u32) -> Result<Session> {
 
 /// Reads the last profile of session `id`, then stops the profiler.
 pub fn stop(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
-    // A near-heap-limit dumper describes this session: it goes with it.
+    // A near-heap-limit dump describes this session: it goes with it.
     if running(state, id).is_ok() {
-        crate::near_heap_limit::disarm(state);
+        state.disarm_near_heap_limit();
     }
     let profile = read(state, id, false);
     state.v8_mut().stop_sampling();

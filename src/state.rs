@@ -3,24 +3,26 @@
 //! thread.
 
 use std::sync::Arc;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use cxx::UniquePtr;
+use heap_labels_core::pprof::EncodeOptions;
 use heap_labels_core::{ExternalCounters, LabelRegistry, DEFAULT_MAX_SETS};
 use napi::Env;
 
+use crate::allocations;
 use crate::bridge::ffi;
 use crate::error::{Error, Result};
 use crate::model::ExternalInput;
 use crate::ops::OpsState;
-use crate::session::Session;
-use crate::{allocations, external};
+use crate::v8_callbacks;
 
 /// Everything the addon keeps for one isolate.
 pub struct IsolateAddon {
     /// Interned label sets of this isolate (shared with the near-heap-limit dumper).
     pub registry: Arc<LabelRegistry>,
     /// External-byte totals, charged by the counting allocator on the patched runtime. Leaked
-    /// (see `external::leak_counters`): frees may arrive after this state is gone.
+    /// (see `v8_callbacks::leak_external_counters`): frees may arrive after this state is gone.
     pub counters: &'static ExternalCounters,
     /// The running heap profile session, if any.
     pub session: Option<Session>,
@@ -43,19 +45,19 @@ impl IsolateAddon {
     }
 
     fn new() -> Self {
-        let counters = external::leak_counters();
+        let counters = v8_callbacks::leak_external_counters();
         let mut addon = IsolateAddon {
             registry: Arc::new(LabelRegistry::new(DEFAULT_MAX_SETS)),
             counters,
             session: None,
             next_session_id: 1,
             ops: OpsState::new(),
-            v8: ffi::new_isolate_state(external::address_of(counters)),
+            v8: ffi::new_isolate_state(v8_callbacks::external_counters_address(counters)),
             dead_samples: allocations::new_totals(),
         };
         let word = addon.ops.unlabeled_word();
         addon.v8_mut().set_unlabeled_sample_word(word);
-        let totals = allocations::address_of(&addon.dead_samples);
+        let totals = v8_callbacks::dead_sample_totals_address(&addon.dead_samples);
         addon.v8_mut().set_dead_sample_totals(totals);
         addon
     }
@@ -64,12 +66,66 @@ impl IsolateAddon {
     pub fn v8_mut(&mut self) -> std::pin::Pin<&mut ffi::IsolateState> {
         self.v8.pin_mut()
     }
+
+    /// Removes V8's near-heap-limit callback first, then drops the hook it points at.
+    pub fn disarm_near_heap_limit(&mut self) {
+        self.v8_mut().disarm_near_heap_limit();
+        self.ops.near_heap_limit = None;
+    }
 }
 
 impl Drop for IsolateAddon {
-    /// The near-heap-limit callback points at `ops`' dumper: remove it before the fields go.
+    /// The near-heap-limit callback points at `ops`' hook: remove it before the fields go.
     fn drop(&mut self) {
         self.v8_mut().disarm_near_heap_limit();
+    }
+}
+
+/// Options of a session, as lib/ validated and defaulted them (lib/profile.js owns the defaults,
+/// the limits and the user-facing errors; `js_types` guards the conversion at the native surface).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SessionOptions {
+    pub sample_interval: u64,
+    pub stack_depth: u32,
+    pub include_objects_collected_by_major_gc: bool,
+    pub include_objects_collected_by_minor_gc: bool,
+    pub track_allocations: bool,
+    pub max_label_sets: usize,
+}
+
+impl SessionOptions {
+    pub fn to_ffi(self) -> ffi::StartOptions {
+        ffi::StartOptions {
+            sample_interval: self.sample_interval,
+            stack_depth: self.stack_depth as i32,
+            include_objects_collected_by_major_gc: self.include_objects_collected_by_major_gc,
+            include_objects_collected_by_minor_gc: self.include_objects_collected_by_minor_gc,
+            track_allocations: self.track_allocations,
+        }
+    }
+}
+
+/// The running session of an isolate.
+#[derive(Debug, Clone, Copy)]
+pub struct Session {
+    pub id: u32,
+    pub options: SessionOptions,
+    /// When the profiler started, for the pprof header.
+    pub started_at: SystemTime,
+    pub started: Instant,
+}
+
+impl Session {
+    /// pprof header times: the session start and how long it has run.
+    pub fn encode_options(&self) -> EncodeOptions {
+        let since_epoch = self
+            .started_at
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        EncodeOptions {
+            time_nanos: i64::try_from(since_epoch.as_nanos()).unwrap_or(0),
+            duration_nanos: i64::try_from(self.started.elapsed().as_nanos()).unwrap_or(0),
+        }
     }
 }
 
