@@ -120,9 +120,9 @@ class AllocationProfile {
     return this.#samples;
   }
 
-  // DevTools-shaped call tree (the `head` of the .heapprofile).
+  // DevTools-shaped call tree (the `head` of the .heapprofile; the samples are not serialized for it).
   get head() {
-    if (this.#head === undefined) this.#head = this.toHeapProfile().head;
+    if (this.#head === undefined) this.#head = JSON.parse(this.#native.headJson());
     return this.#head;
   }
 

@@ -253,6 +253,14 @@ impl NativeProfile {
     pub fn to_heap_profile_json(&self, env: Env) -> napi::Result<String> {
         with_read(&env, self, |read| heapprofile::to_string(&read.profile))
     }
+
+    /// Signature: `() => string` - the `.heapprofile`'s call tree alone (`head`), as JSON.
+    #[napi]
+    pub fn head_json(&self, env: Env) -> napi::Result<String> {
+        with_read(&env, self, |read| {
+            heapprofile::head_to_string(&read.profile)
+        })
+    }
 }
 
 fn split_pairs<'a>(pairs: impl Iterator<Item = (&'a str, &'a str)>) -> (Vec<String>, Vec<String>) {

@@ -61,11 +61,44 @@ pub fn to_string(profile: &Profile) -> String {
     String::from_utf8(out).expect("JSON is UTF-8")
 }
 
-/// Writes the profile as compact JSON text, walking the tree with an explicit stack.
+/// The profile's call tree alone (the `head` of the `.heapprofile`, without the samples) as
+/// compact JSON text: what a reader of the tree needs, at a fraction of the whole file's size.
+pub fn head_to_string(profile: &Profile) -> String {
+    let mut out = Vec::with_capacity(64 + profile.nodes.len() * 128);
+    let mut w = io::BufWriter::new(&mut out);
+    write_head(&mut w, profile).expect("writing JSON into memory");
+    w.flush().expect("writing JSON into memory");
+    drop(w);
+    // Only JSON text (valid UTF-8) was written.
+    String::from_utf8(out).expect("JSON is UTF-8")
+}
+
+/// Writes the profile as compact JSON text.
 pub fn write<W: io::Write>(profile: &Profile, out: W) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
     let w = &mut out;
     w.write_all(b"{\"head\":")?;
+    write_head(w, profile)?;
+    w.write_all(b",\"samples\":[")?;
+    for (k, s) in profile.samples.iter().enumerate() {
+        if k > 0 {
+            w.write_all(b",")?;
+        }
+        write!(
+            w,
+            "{{\"size\":{},\"nodeId\":{},\"ordinal\":{}}}",
+            profile.sample_bytes(s).round() as u64,
+            s.node_id,
+            s.sample_id
+        )?;
+    }
+    w.write_all(b"]}")?;
+    out.flush()
+}
+
+/// Writes the call tree (the root node with its children), walking it with an explicit stack so
+/// that a deep tree cannot overflow the native stack.
+fn write_head<W: io::Write>(w: &mut W, profile: &Profile) -> io::Result<()> {
     if profile.nodes.is_empty() {
         write_node_open(w, &root_frame(), 0, 0)?;
         w.write_all(b"]}")?;
@@ -98,21 +131,7 @@ pub fn write<W: io::Write>(profile: &Profile, out: W) -> io::Result<()> {
             }
         }
     }
-    w.write_all(b",\"samples\":[")?;
-    for (k, s) in profile.samples.iter().enumerate() {
-        if k > 0 {
-            w.write_all(b",")?;
-        }
-        write!(
-            w,
-            "{{\"size\":{},\"nodeId\":{},\"ordinal\":{}}}",
-            profile.sample_bytes(s).round() as u64,
-            s.node_id,
-            s.sample_id
-        )?;
-    }
-    w.write_all(b"]}")?;
-    out.flush()
+    Ok(())
 }
 
 /// Writes `{"callFrame":{...},"selfSize":N,"id":N,"children":[` (closed by the caller with `]}`).
@@ -201,6 +220,15 @@ mod tests {
             samples[1]["size"].as_u64().unwrap(),
             estimate::bytes(2048, 1, 1024).round() as u64
         );
+    }
+
+    #[test]
+    fn the_head_alone_is_the_head_of_the_whole_file() {
+        for p in [small(), Profile::new(0), deep(50)] {
+            let whole: Value = serde_json::from_str(&to_string(&p)).unwrap();
+            let head: Value = serde_json::from_str(&head_to_string(&p)).unwrap();
+            assert_eq!(head, whole["head"]);
+        }
     }
 
     #[test]
