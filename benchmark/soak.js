@@ -136,8 +136,12 @@ async function main() {
   // or lazily compiled bytecode, are sampled like any other), so while the agent runs the table may
   // hold those sets and no others.
   hl.labelCounters();
+  // The table counts interned sets: neither the unlabeled group nor the overflow set is one.
   const heldByLiveData = hl.labelCounters().groups.filter(
-    (g) => Object.keys(g.labels).length > 0 && (g.samples > 0 || g.externalBytes > 0),
+    (g) =>
+      Object.keys(g.labels).length > 0 &&
+      !('heap_labels.overflow' in g.labels) &&
+      (g.samples > 0 || g.externalBytes > 0),
   ).length;
   await settle();
   const after = snapshot(t0);

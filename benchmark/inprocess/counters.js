@@ -8,9 +8,9 @@
 // production: a tiny interval would make every allocation of the read itself a sample) while `sets`
 // label sets each retain small objects and an 8 KiB Buffer (on the patched runtime the Buffer's
 // external bytes give every set a row), then labelCounters() runs `calls` times. Reported: the
-// median and p90 of one call, split into the native read (native.labelCounters: a pass over the
-// sets, typed-array columns) and the JS rows; the rows per call. On stock runtimes samples carry
-// no labels: one row (the unlabeled group, V8's used heap size), but the same pass over the sets.
+// median and p90 of one call, split into the native read (native.labelCounters: a scan of the
+// registry's counter table, typed-array columns) and the JS rows; the rows per call. On stock runtimes samples carry
+// no labels: one row (the unlabeled group, V8's used heap size), but the same scan of the table.
 
 const c = require('./common');
 
