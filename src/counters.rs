@@ -59,8 +59,8 @@ pub fn label_counters(env: Env) -> napi::Result<NativeCounters> {
         } else {
             (0.0, 0.0)
         };
-        let (unlabeled_external, unlabeled_peak) = if state.counters.is_enabled() {
-            let current = state.counters.snapshot().unlabeled;
+        let (unlabeled_external, unlabeled_peak) = if state.counters.counts_per_set() {
+            let current = state.counters.unlabeled_bytes();
             (current, state.counters.take_unlabeled_peak())
         } else {
             let total = i64::try_from(state.v8.external_memory()).unwrap_or(i64::MAX);

@@ -27,10 +27,10 @@ impl ExternalInput {
         counters: &ExternalCounters,
         external_memory: impl FnOnce() -> u64,
     ) -> Self {
-        if counters.is_enabled() {
+        if counters.counts_per_set() {
             ExternalInput {
                 by_set: registry.external_by_set(),
-                unlabeled: counters.snapshot().unlabeled,
+                unlabeled: counters.unlabeled_bytes(),
             }
         } else {
             ExternalInput {

@@ -29,7 +29,7 @@ pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
     // Per-label external bytes are reported from the first tracked session on: blocks charged
     // then are subtracted when freed, also after the session.
     if state.v8.external_tracking() {
-        state.counters.set_enabled(true);
+        state.counters.mark_counting_per_set();
     }
     let id = state.next_session_id;
     state.next_session_id += 1;

@@ -5,7 +5,7 @@
 //! isolate thread, but frees mostly run on V8's ArrayBuffer sweeper threads, so everything here is
 //! atomics only: no allocation, no lock, no V8 handle.
 //!
-//! The per-set bytes live on the [`LabelSet`] itself ([`LabelSet::external_bytes`]); this module keeps
+//! The per-set bytes live in each set's counter slot ([`LabelSet::external_bytes`]); this module keeps
 //! the bytes of blocks allocated without labels (and their peak) and, in [`BlockWords`],
 //! which word each labeled block was charged to (beside the block, not in a header inside it, so
 //! that Node's own ArrayBuffer bookkeeping sees the exact lengths).
@@ -19,22 +19,12 @@ use crate::labels::LabelSet;
 /// the per-isolate state.
 #[derive(Debug, Default)]
 pub struct ExternalCounters {
-    enabled: AtomicBool,
+    /// See [`counts_per_set`](Self::counts_per_set).
+    per_set: AtomicBool,
     unlabeled: AtomicI64,
     words: BlockWords,
     /// Highest `unlabeled` since the last [`take_unlabeled_peak`](Self::take_unlabeled_peak).
     unlabeled_peak: AtomicI64,
-}
-
-/// A point-in-time copy of [`ExternalCounters`]. Each field is read atomically, but the fields are
-/// not read together. (The labeled bytes are on the label sets: isolate-wide totals would cost two
-/// more atomic updates on every ArrayBuffer allocation and free, and nothing reads them.)
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ExternalSnapshot {
-    /// Whether new allocations are being charged.
-    pub enabled: bool,
-    /// Bytes of charged blocks allocated with no label set current and still allocated.
-    pub unlabeled: i64,
 }
 
 #[inline]
@@ -43,10 +33,10 @@ fn as_i64(bytes: usize) -> i64 {
 }
 
 impl ExternalCounters {
-    /// Disabled counters, all zero.
+    /// Counters that count nothing per set yet, all zero.
     pub const fn new() -> Self {
         ExternalCounters {
-            enabled: AtomicBool::new(false),
+            per_set: AtomicBool::new(false),
             unlabeled: AtomicI64::new(0),
             words: BlockWords::new(),
             unlabeled_peak: AtomicI64::new(0),
@@ -58,23 +48,24 @@ impl ExternalCounters {
         &self.words
     }
 
-    /// Starts or stops charging *new* allocations. Blocks already charged keep being subtracted when
-    /// they are freed, whatever this flag says, so the counters stay balanced.
-    pub fn set_enabled(&self, enabled: bool) {
-        self.enabled.store(enabled, Ordering::Release);
+    /// From now on, reads report external bytes per label set: called when the first session
+    /// installed the counting allocator. Never undone: blocks charged then keep being subtracted
+    /// when freed, also after the session, so the per-set figures stay right.
+    pub fn mark_counting_per_set(&self) {
+        self.per_set.store(true, Ordering::Release);
     }
 
-    /// Whether external bytes are reported per label set: set when the first session installed the
-    /// counting allocator, and it stays set (blocks charged then keep being subtracted, so the
-    /// per-set figures stay right after the session). Read at profile and counters reads; the
-    /// allocator wrapper charges whatever reaches it and never asks.
+    /// Whether external bytes are reported per label set (a session installed the counting
+    /// allocator at some point; see [`mark_counting_per_set`](Self::mark_counting_per_set)).
+    /// Read at profile and counters reads; the allocator wrapper charges whatever reaches it and
+    /// never asks.
     #[inline]
-    pub fn is_enabled(&self) -> bool {
-        self.enabled.load(Ordering::Acquire)
+    pub fn counts_per_set(&self) -> bool {
+        self.per_set.load(Ordering::Acquire)
     }
 
     /// Charges a new block of `bytes` to `labels` (or to the unlabeled bucket). The caller decided
-    /// to charge it (normally because [`is_enabled`](Self::is_enabled)) and must remember the label
+    /// to charge it (the counting allocator is installed) and must remember the label
     /// word in the block so that the free is attributed the same way.
     ///
     /// Runs on V8's ArrayBuffer allocation path (isolate thread): relaxed atomic adds only, no
@@ -114,12 +105,11 @@ impl ExternalCounters {
         peak.max(current)
     }
 
-    /// Current values (see [`ExternalSnapshot`] for the consistency caveat).
-    pub fn snapshot(&self) -> ExternalSnapshot {
-        ExternalSnapshot {
-            enabled: self.is_enabled(),
-            unlabeled: self.unlabeled.load(Ordering::Relaxed),
-        }
+    /// Bytes of charged blocks allocated with no label set current and still allocated. (The
+    /// labeled bytes are in the sets' slots: isolate-wide totals would cost two more atomic updates
+    /// on every ArrayBuffer allocation and free, and nothing reads them.)
+    pub fn unlabeled_bytes(&self) -> i64 {
+        self.unlabeled.load(Ordering::Relaxed)
     }
 }
 
@@ -130,21 +120,14 @@ mod tests {
     use std::sync::Arc;
 
     #[test]
-    fn enable_flag_is_independent_of_counting() {
+    fn the_per_set_flag_is_independent_of_counting() {
         static COUNTERS: ExternalCounters = ExternalCounters::new();
-        assert!(!COUNTERS.is_enabled());
-        COUNTERS.set_enabled(true);
-        assert!(COUNTERS.is_enabled());
+        assert!(!COUNTERS.counts_per_set());
         COUNTERS.on_alloc(None, 100);
-        COUNTERS.set_enabled(false);
+        COUNTERS.mark_counting_per_set();
+        assert!(COUNTERS.counts_per_set());
         COUNTERS.on_free(None, 100);
-        assert_eq!(
-            COUNTERS.snapshot(),
-            ExternalSnapshot {
-                enabled: false,
-                unlabeled: 0,
-            }
-        );
+        assert_eq!(COUNTERS.unlabeled_bytes(), 0);
     }
 
     #[test]
@@ -157,13 +140,13 @@ mod tests {
         c.on_alloc(Some(&a), 24);
         c.on_alloc(Some(&b), 5);
         c.on_alloc(None, 7);
-        assert_eq!(c.snapshot().unlabeled, 7);
+        assert_eq!(c.unlabeled_bytes(), 7);
         assert_eq!(a.external_bytes(), 1024);
         assert_eq!(b.external_bytes(), 5);
         c.on_free(Some(&a), 1000);
         c.on_free(None, 7);
         assert_eq!(a.external_bytes(), 24);
-        assert_eq!(c.snapshot().unlabeled, 0);
+        assert_eq!(c.unlabeled_bytes(), 0);
     }
 
     #[test]
@@ -181,7 +164,7 @@ mod tests {
             counters.on_alloc(set.as_deref(), bytes);
             blocks.push((set, bytes));
         }
-        assert!(counters.snapshot().unlabeled > 0);
+        assert!(counters.unlabeled_bytes() > 0);
         let chunks: Vec<Vec<_>> = blocks.chunks(7_500).map(|c| c.to_vec()).collect();
         let handles: Vec<_> = chunks
             .into_iter()
@@ -202,7 +185,7 @@ mod tests {
         for h in handles {
             h.join().unwrap();
         }
-        assert_eq!(counters.snapshot().unlabeled, 0);
+        assert_eq!(counters.unlabeled_bytes(), 0);
         for set in &sets {
             assert_eq!(set.external_bytes(), 0);
         }

@@ -38,7 +38,7 @@ pub use allocations::{
 };
 pub use block_words::BlockWords;
 pub use error::{LabelError, Result};
-pub use external::{ExternalCounters, ExternalSnapshot};
+pub use external::ExternalCounters;
 pub use labels::{
     is_reserved_key, CounterRows, Interned, LabelRegistry, LabelSet, PendingLabels,
     DEFAULT_MAX_SETS, MAX_ID, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID,
