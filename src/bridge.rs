@@ -175,8 +175,6 @@ pub mod ffi {
         fn start_sampling(self: Pin<&mut IsolateState>, options: &StartOptions) -> bool;
         /// Stops the profiler if this state started it; a no-op otherwise.
         fn stop_sampling(self: Pin<&mut IsolateState>);
-        /// Whether this state started the profiler and has not stopped it.
-        fn sampling(self: &IsolateState) -> bool;
         /// Copies the current allocation profile with the window's dead samples (restarting the
         /// window when `restart_allocations`); fails when no profiler runs.
         fn read_profile(

@@ -46,7 +46,8 @@ pub fn label_counters(env: Env) -> napi::Result<NativeCounters> {
     let run = || -> error::Result<NativeCounters> {
         let state = isolate_state(&env)?;
         let interval = state.session.map_or(0, |s| s.options.sample_interval);
-        let per_set = interval != 0 && sample_labels_available() && state.v8.sampling();
+        // A session runs (its interval is not 0) on a runtime whose capture callback counts samples.
+        let per_set = interval != 0 && sample_labels_available();
         let rows = state.registry.counter_rows();
         let (unlabeled_samples, unlabeled_heap_bytes) = if per_set {
             let live = state.ops.unlabeled.live_samples() as f64;

@@ -192,7 +192,7 @@ pub fn stats(env: Env) -> napi::Result<NativeStats> {
             overflow_label_holders: u32::try_from(state.v8.overflowed_holder_count())
                 .unwrap_or(u32::MAX),
             label_sets: u32::try_from(state.registry.len()).unwrap_or(u32::MAX),
-            sampling: state.v8.sampling(),
+            sampling: state.session.is_some(),
         })
     };
     run().map_err(|e: Error| e.throw(&env))
