@@ -21,8 +21,38 @@ let labelsById = [];
 let idReusesSeen = -1;
 const idle = setTimeout(() => {
   labelsById = [];
+  columns = makeColumns(INITIAL_ROWS);
 }, 60_000);
 idle.unref();
+
+// The buffers the native read writes its rows into (lib/ owns them; the addon fills them and
+// allocates nothing per row), kept from read to read and grown when a read says they are short.
+// At most a row per label set: bounded by maxLabelSets.
+const INITIAL_ROWS = 64;
+let columns = makeColumns(INITIAL_ROWS);
+
+function makeColumns(rows) {
+  return {
+    ids: new Uint32Array(rows),
+    samples: new Float64Array(rows),
+    externalBytes: new Float64Array(rows),
+    externalPeakBytes: new Float64Array(rows),
+  };
+}
+
+// One native read: { rows, sampleInterval, perSetSamples, unlabeled*, idReuses } plus the four
+// columns (only their first `rows` entries are this read's).
+function readColumns() {
+  let c = columns;
+  let read = native.labelCounters(c.ids, c.samples, c.externalBytes, c.externalPeakBytes);
+  if (read.rowsNeeded > 0) {
+    // Too short: nothing was read. Room for the sets there are, and for some more.
+    columns = c = makeColumns(Math.ceil(read.rowsNeeded * 1.5));
+    read = native.labelCounters(c.ids, c.samples, c.externalBytes, c.externalPeakBytes);
+    if (read.rowsNeeded > 0) throw new Error('heap-labels: labelCounters: the label sets kept growing during the read');
+  }
+  return { ...read, ...c };
+}
 
 // { sampleInterval, perSetSamples, groups: [{ labels, heapBytes, samples, externalBytes,
 // externalPeakBytes }] }: one group per label set with live samples or external bytes, the
@@ -30,12 +60,12 @@ idle.unref();
 // runtimes (perSetSamples false) samples are not counted: the unlabeled group's heapBytes is V8's
 // used heap size and its samples 0.
 function counters() {
-  return fromColumns(native.labelCounters());
+  return fromColumns(readColumns());
 }
 
-// The result of counters() from the columns of one native read (typed arrays, one row per set:
-// no JS object per row crosses from the addon). Split out for the benchmark, which measures it at
-// 10k rows also where the runtime gives no per-set rows.
+// The result of counters() from the columns of one native read (typed arrays, `rows` rows, one
+// per set: no JS object per row crosses from the addon). Split out for the benchmark, which
+// measures it at 10k rows also where the runtime gives no per-set rows.
 function fromColumns(c) {
   idle.refresh();
   if (c.idReuses !== idReusesSeen) {
@@ -44,7 +74,7 @@ function fromColumns(c) {
   }
   const { ids, samples, externalBytes, externalPeakBytes } = c;
   const interval = c.sampleInterval;
-  const rows = ids.length;
+  const rows = c.rows;
   let maxId = 0;
   for (let i = 0; i < rows; i++) if (ids[i] > maxId) maxId = ids[i];
   const cached = labelsById;
@@ -89,4 +119,4 @@ function fromColumns(c) {
   return { sampleInterval: interval, perSetSamples: c.perSetSamples, groups };
 }
 
-module.exports = { counters, fromColumns };
+module.exports = { counters, readColumns, fromColumns };

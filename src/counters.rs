@@ -3,6 +3,7 @@
 //! peak since the previous read. Cost: one scan of the registry's counter table
 //! (`LabelRegistry::counter_rows`), no call tree, no V8 profile.
 
+use heap_labels_core::CounterColumns;
 use napi::bindgen_prelude::{Float64Array, Uint32Array};
 use napi::Env;
 use napi_derive::napi;
@@ -12,18 +13,19 @@ use crate::error::{self, Error};
 use crate::js_profile::NativeLabelSet;
 use crate::state::isolate_state;
 
-/// Rows of `labelCounters()`: one per label set with a live sample or external bytes (the
-/// overflow set, id 0, included), as columns.
+/// The result of a `labelCounters()` read besides its rows, which go into the caller's buffers:
+/// one per label set with a live sample or external bytes (the overflow set, id 0, included).
 #[napi(object)]
 pub struct NativeCounters {
+    /// Rows written into the buffers.
+    pub rows: u32,
+    /// 0 when the read fit; otherwise the buffers were too short for the rows there could be,
+    /// nothing was read (no peak period ended), and this is the length they need.
+    pub rows_needed: u32,
     /// Mean bytes between samples of the running session; 0 when none runs.
     pub sample_interval: f64,
     /// Whether samples are counted per label set (the patched runtime's capture callback runs).
     pub per_set_samples: bool,
-    pub ids: Uint32Array,
-    pub samples: Float64Array,
-    pub external_bytes: Float64Array,
-    pub external_peak_bytes: Float64Array,
     /// Live unlabeled samples (0 on stock runtimes, where samples are not counted).
     pub unlabeled_samples: f64,
     /// Estimated heap bytes of the unlabeled samples (stock runtimes: V8's used heap size).
@@ -35,20 +37,88 @@ pub struct NativeCounters {
     pub id_reuses: f64,
 }
 
+/// The bytes a typed array's elements occupy.
+fn byte_range<T>(elements: &[T]) -> std::ops::Range<usize> {
+    let start = elements.as_ptr() as usize;
+    start..start + std::mem::size_of_val(elements)
+}
+
+/// Whether two of the (non-empty) ranges share a byte.
+fn overlapping(ranges: &[std::ops::Range<usize>]) -> bool {
+    ranges.iter().enumerate().any(|(i, a)| {
+        ranges[i + 1..]
+            .iter()
+            .any(|b| !a.is_empty() && !b.is_empty() && a.start < b.end && b.start < a.end)
+    })
+}
+
 fn sample_labels_available() -> bool {
     static AVAILABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *AVAILABLE.get_or_init(|| ffi::patched_api_status().sample_labels)
 }
 
-/// Signature: `() => NativeCounters`.
+/// Signature: `(ids: Uint32Array, samples: Float64Array, externalBytes: Float64Array,
+/// externalPeakBytes: Float64Array) => NativeCounters` - writes the rows into the four (distinct)
+/// arrays, which lib/ keeps from read to read, so a read allocates nothing per row; when they are
+/// too short it reads nothing and says how long they must be (`rowsNeeded`).
 #[napi]
-pub fn label_counters(env: Env) -> napi::Result<NativeCounters> {
-    let run = || -> error::Result<NativeCounters> {
+pub fn label_counters(
+    env: Env,
+    mut ids: Uint32Array,
+    mut samples: Float64Array,
+    mut external_bytes: Float64Array,
+    mut external_peak_bytes: Float64Array,
+) -> napi::Result<NativeCounters> {
+    let mut run = || -> error::Result<NativeCounters> {
         let state = isolate_state(&env)?;
+        let ranges = [
+            byte_range(&ids),
+            byte_range(&samples),
+            byte_range(&external_bytes),
+            byte_range(&external_peak_bytes),
+        ];
+        if overlapping(&ranges) {
+            return Err(Error::Native(
+                "labelCounters: the four arrays must not share memory".into(),
+            ));
+        }
+        // SAFETY: the four arrays do not overlap (checked above), so the four `&mut` slices do not
+        // alias; no JS runs until this call returns, and lib/ makes them on plain (not shared)
+        // ArrayBuffers, so nothing else reads or writes them meanwhile. The slices do not outlive
+        // the call.
+        let (ids, samples, external_bytes, external_peak_bytes) = unsafe {
+            (
+                ids.as_mut(),
+                samples.as_mut(),
+                external_bytes.as_mut(),
+                external_peak_bytes.as_mut(),
+            )
+        };
         let interval = state.session.map_or(0, |s| s.options.sample_interval);
         // A session runs (its interval is not 0) on a runtime whose capture callback counts samples.
         let per_set = interval != 0 && sample_labels_available();
-        let rows = state.registry.counter_rows();
+        let columns = CounterColumns {
+            ids,
+            samples,
+            external_bytes,
+            external_peak_bytes,
+        };
+        let rows = match state.registry.fill_counter_rows(columns) {
+            Ok(rows) => rows,
+            Err(needed) => {
+                return Ok(NativeCounters {
+                    rows: 0,
+                    rows_needed: u32::try_from(needed).unwrap_or(u32::MAX),
+                    sample_interval: interval as f64,
+                    per_set_samples: per_set,
+                    unlabeled_samples: 0.0,
+                    unlabeled_heap_bytes: 0.0,
+                    unlabeled_external_bytes: 0.0,
+                    unlabeled_external_peak_bytes: 0.0,
+                    id_reuses: state.registry.id_reuses() as f64,
+                })
+            }
+        };
         let (unlabeled_samples, unlabeled_heap_bytes) = if per_set {
             let live = state.ops.unlabeled.live_samples() as f64;
             (live, live * interval as f64)
@@ -68,12 +138,11 @@ pub fn label_counters(env: Env) -> napi::Result<NativeCounters> {
             (total, total)
         };
         Ok(NativeCounters {
+            // Rows fit in a u32: they are at most the registry's sets (`maxLabelSets` <= u32::MAX).
+            rows: rows as u32,
+            rows_needed: 0,
             sample_interval: interval as f64,
             per_set_samples: per_set,
-            ids: Uint32Array::new(rows.ids),
-            samples: Float64Array::new(rows.samples),
-            external_bytes: Float64Array::new(rows.external_bytes),
-            external_peak_bytes: Float64Array::new(rows.external_peak_bytes),
             unlabeled_samples,
             unlabeled_heap_bytes,
             unlabeled_external_bytes: unlabeled_external as f64,

@@ -108,6 +108,41 @@ async function scrape(registry) {
   }
 }
 
+test('labelCounters: the native read writes into buffers it is given, refuses short ones before reading and shared memory', () => {
+  const { native } = require('../lib/native');
+  const { readColumns } = require('../lib/counters');
+  // More sets with external bytes than the first buffers hold (64 rows) on the patched runtime;
+  // everywhere, the bound covers every interned set.
+  const handle = hl.startHeapProfile({ sampleInterval: INTERVAL });
+  // External bytes are charged per set for blocks allocated while a session runs.
+  const held = Array.from({ length: 200 }, (_, i) =>
+    hl.withHeapProfileLabels({ route: `/buffers-${i}` }, () => Buffer.alloc(8192)),
+  );
+  try {
+    const short = native.labelCounters(new Uint32Array(0), new Float64Array(0), new Float64Array(0), new Float64Array(0));
+    assert.equal(short.rows, 0);
+    assert.ok(short.rowsNeeded >= 1, `rowsNeeded ${short.rowsNeeded}`);
+    const read = readColumns();
+    assert.equal(read.rowsNeeded, 0);
+    assert.ok(read.ids.length >= read.rows);
+    assert.deepEqual([...read.ids.subarray(0, read.rows)], [...read.ids.subarray(0, read.rows)].sort((a, b) => a - b), 'rows in id order');
+    const shared = new Float64Array(16);
+    assert.throws(
+      () => native.labelCounters(new Uint32Array(16), shared, shared.subarray(4), new Float64Array(16)),
+      /must not share memory/,
+    );
+    const counts = hl.labelCounters();
+    if (caps.externalBytes) {
+      const rows = counts.groups.filter((g) => g.labels.route?.startsWith('/buffers-'));
+      assert.equal(rows.length, 200, 'every set with external bytes has its row');
+      assert.ok(rows.every((g) => g.externalBytes >= 8192), JSON.stringify(rows[0]));
+    }
+  } finally {
+    handle.stop();
+    held.length = 0;
+  }
+});
+
 test('prom-client: gauges per label set with the labels as metric labels, scraped over HTTP', async () => {
   const client = require('prom-client');
   const registry = new client.Registry();

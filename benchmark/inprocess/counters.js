@@ -8,8 +8,8 @@
 // production: a tiny interval would make every allocation of the read itself a sample) while `sets`
 // label sets each retain small objects and an 8 KiB Buffer (on the patched runtime the Buffer's
 // external bytes give every set a row), then labelCounters() runs `calls` times. Reported: the
-// median and p90 of one call, split into the native read (native.labelCounters: a scan of the
-// registry's counter table, typed-array columns) and the JS rows; the rows per call. On stock runtimes samples carry
+// median and p90 of one call, split into the native read (readColumns(): a scan of the registry's
+// counter table into the typed-array columns lib/ keeps) and the JS rows; the rows per call. On stock runtimes samples carry
 // no labels: one row (the unlabeled group, V8's used heap size), but the same scan of the table.
 
 const c = require('./common');
@@ -17,6 +17,7 @@ const c = require('./common');
 async function child(args) {
   const hl = require('../../lib');
   const { native } = require('../../lib/native');
+  const { readColumns, fromColumns } = require('../../lib/counters');
   const sets = Number(args.sets);
   const handle = hl.startHeapProfile({ sampleInterval: Number(args.interval), maxLabelSets: sets + 100 });
   const kept = [];
@@ -33,7 +34,7 @@ async function child(args) {
   let rows = 0;
   for (let i = 0; i < Number(args.calls); i++) {
     total.push(c.timeMs(() => (rows = hl.labelCounters().groups.length)));
-    nativeOnly.push(c.timeMs(() => native.labelCounters()));
+    nativeOnly.push(c.timeMs(() => readColumns()));
   }
   const perSet = hl.labelCounters().perSetSamples;
   // The JS side at one row per set, on every runtime: columns of the real sets' ids (ids are
@@ -41,12 +42,12 @@ async function child(args) {
   // native read returns them when every set has live samples and external bytes (the patched
   // runtime's case). On stock runtimes a native read gives one row, so this is the only measure
   // of the per-row cost there.
-  const { fromColumns } = require('../../lib/counters');
-  const base = native.labelCounters();
+  const base = readColumns();
   const ids = Uint32Array.from({ length: sets }, (_, i) => i + 1);
   const interned = native.labelSetPairs(ids).length;
   const cols = {
     ...base,
+    rows: sets,
     ids,
     samples: Float64Array.from(ids, (id) => 1 + (id % 7)),
     externalBytes: Float64Array.from(ids, () => 8192),

@@ -13,7 +13,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use criterion::{black_box, criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use heap_labels_core::{LabelRegistry, LabelSet};
+use heap_labels_core::{CounterColumns, LabelRegistry, LabelSet};
 
 fn pairs(route: &str, tenant: usize) -> Vec<(String, String)> {
     vec![
@@ -141,16 +141,24 @@ fn counters(c: &mut Criterion) {
             reg.intern(pairs("/held", i)).unwrap()
         })
         .collect();
-    g.bench_function("rows/10k_sets_none_live", |b| {
-        b.iter(|| black_box(reg.counter_rows()))
-    });
+    // Buffers reused from read to read, as lib/counters.js keeps them.
+    let n = reg.counter_rows_bound();
+    let (mut ids, mut samples, mut external, mut peak) =
+        (vec![0u32; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    let mut read = || {
+        reg.fill_counter_rows(CounterColumns {
+            ids: &mut ids,
+            samples: &mut samples,
+            external_bytes: &mut external,
+            external_peak_bytes: &mut peak,
+        })
+    };
+    g.bench_function("rows/10k_sets_none_live", |b| b.iter(|| black_box(read())));
     for set in &held {
         // SAFETY: `held` keeps every set alive; each capture is matched by a release below.
         unsafe { LabelSet::capture_sample_word(LabelSet::as_word(set)) };
     }
-    g.bench_function("rows/10k_sets_all_live", |b| {
-        b.iter(|| black_box(reg.counter_rows()))
-    });
+    g.bench_function("rows/10k_sets_all_live", |b| b.iter(|| black_box(read())));
     for set in &held {
         // SAFETY: releases the reference the capture above took.
         unsafe { LabelSet::release_sample_word(LabelSet::as_word(set)) };

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use dashmap::DashMap;
 
 use crate::error::{LabelError, Result};
-use crate::set_counters::{CounterTable, SetCounters, SlotRef};
+use crate::set_counters::{CounterTable, SlotRef};
 
 /// Most pairs in one label set.
 pub const MAX_LABELS: usize = 32;
@@ -576,17 +576,36 @@ impl LabelRegistry {
         sets
     }
 
-    /// One row per set (the overflow set first) with a live sample, external bytes or an external
-    /// peak since the previous read, as columns: the native half of `labelCounters()`, a scan of
-    /// the dense counter table (see `set_counters`). Starts a new external-peak period for every
-    /// set it reports. Not from a V8 callback (takes the table's lock).
-    pub fn counter_rows(&self) -> CounterRows {
-        // Room for a row per set up front: when every set has a row, growing four columns to 10k
-        // entries would reallocate and copy each of them a dozen times.
-        let mut rows = CounterRows::with_capacity(self.len() + 1);
-        self.counters
-            .for_each_nonzero(|index, counters| rows.push(self.id_at(index), counters));
-        rows
+    /// Writes one row per set (the overflow set first, then by id) with a live sample, external
+    /// bytes or an external peak since the previous read into `out`, and returns how many: the
+    /// native half of `labelCounters()`, one scan of the dense counter table (see `set_counters`)
+    /// into the caller's buffers, allocating nothing. Starts a new external-peak period for every
+    /// set it reports. `Err(rows)` without reading anything (no peak is taken) when `out` may be
+    /// too short: it needs room for [`counter_rows_bound`](Self::counter_rows_bound) rows. Not from
+    /// a V8 callback (takes the table's lock).
+    pub fn fill_counter_rows(&self, out: CounterColumns<'_>) -> std::result::Result<usize, usize> {
+        let bound = self.counter_rows_bound();
+        if out.capacity() < bound {
+            return Err(bound);
+        }
+        let mut rows = 0;
+        self.counters.for_each_nonzero(|index, counters| {
+            // Only the sets alive now have non-zero slots (a dropped set zeroes its own), and only
+            // this thread interns, so the bound holds; a row past it would be a bug, never data.
+            assert!(rows < bound, "more counter rows than label sets");
+            out.ids[rows] = self.id_at(index);
+            out.samples[rows] = counters.live_samples.load(Ordering::Relaxed) as f64;
+            out.external_bytes[rows] = counters.external.load(Ordering::Relaxed) as f64;
+            out.external_peak_bytes[rows] = counters.take_external_peak() as f64;
+            rows += 1;
+        });
+        Ok(rows)
+    }
+
+    /// Most rows [`fill_counter_rows`](Self::fill_counter_rows) can write now: a row per
+    /// interned set and the overflow set's.
+    pub fn counter_rows_bound(&self) -> usize {
+        self.len() + 1
     }
 
     /// The sets (overflow included, first) that currently hold non-zero external bytes, with those
@@ -626,48 +645,27 @@ pub fn is_reserved_key(key: &str) -> bool {
 
 // ---- per-label counters (read by `counters()` without a profile) -------------------------------
 
-/// The columns of [`LabelRegistry::counter_rows`]: row `i` is the set with id `ids[i]`.
-#[derive(Debug, Default)]
-pub struct CounterRows {
-    pub ids: Vec<u32>,
+/// The caller's buffers for [`LabelRegistry::fill_counter_rows`]: row `i` is the set with id
+/// `ids[i]`.
+#[derive(Debug)]
+pub struct CounterColumns<'a> {
+    pub ids: &'a mut [u32],
     /// Live samples (captured by V8 and not yet released).
-    pub samples: Vec<f64>,
+    pub samples: &'a mut [f64],
     /// External bytes charged now.
-    pub external_bytes: Vec<f64>,
+    pub external_bytes: &'a mut [f64],
     /// Highest external bytes since the previous read (at least `external_bytes`).
-    pub external_peak_bytes: Vec<f64>,
+    pub external_peak_bytes: &'a mut [f64],
 }
 
-impl CounterRows {
-    fn with_capacity(rows: usize) -> Self {
-        CounterRows {
-            ids: Vec::with_capacity(rows),
-            samples: Vec::with_capacity(rows),
-            external_bytes: Vec::with_capacity(rows),
-            external_peak_bytes: Vec::with_capacity(rows),
-        }
-    }
-
-    /// Adds the row of the set with `id`.
-    #[inline]
-    fn push(&mut self, id: u32, counters: &SetCounters) {
-        self.ids.push(id);
-        self.samples
-            .push(counters.live_samples.load(Ordering::Relaxed) as f64);
-        self.external_bytes
-            .push(counters.external.load(Ordering::Relaxed) as f64);
-        self.external_peak_bytes
-            .push(counters.take_external_peak() as f64);
-    }
-
-    /// Number of rows.
-    pub fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    /// Whether no set has a row.
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+impl CounterColumns<'_> {
+    /// Rows that fit in all four buffers.
+    pub fn capacity(&self) -> usize {
+        self.ids
+            .len()
+            .min(self.samples.len())
+            .min(self.external_bytes.len())
+            .min(self.external_peak_bytes.len())
     }
 }
 
@@ -804,6 +802,70 @@ mod tests {
     use super::*;
     use std::sync::Barrier;
 
+    /// `fill_counter_rows` into buffers of exactly the bound, trimmed to the rows written.
+    #[derive(Debug)]
+    struct Rows {
+        ids: Vec<u32>,
+        samples: Vec<f64>,
+        external_bytes: Vec<f64>,
+        external_peak_bytes: Vec<f64>,
+    }
+
+    impl Rows {
+        fn len(&self) -> usize {
+            self.ids.len()
+        }
+        fn is_empty(&self) -> bool {
+            self.ids.is_empty()
+        }
+    }
+
+    fn counter_rows(reg: &LabelRegistry) -> Rows {
+        let n = reg.counter_rows_bound();
+        let (mut ids, mut samples, mut external, mut peak) =
+            (vec![0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        let rows = reg
+            .fill_counter_rows(CounterColumns {
+                ids: &mut ids,
+                samples: &mut samples,
+                external_bytes: &mut external,
+                external_peak_bytes: &mut peak,
+            })
+            .unwrap();
+        for column in [&mut samples, &mut external, &mut peak] {
+            column.truncate(rows);
+        }
+        ids.truncate(rows);
+        Rows {
+            ids,
+            samples,
+            external_bytes: external,
+            external_peak_bytes: peak,
+        }
+    }
+
+    #[test]
+    fn buffers_too_short_for_the_bound_are_refused_before_any_peak_is_taken() {
+        let reg = LabelRegistry::new(10);
+        let set = reg.intern(vec![("k".into(), "v".into())]).unwrap();
+        set.add_external(10);
+        set.add_external(-10);
+        let (mut ids, mut f) = ([0u32; 1], [[0.0f64; 1]; 3]);
+        let [a, b, c] = &mut f;
+        let short = CounterColumns {
+            ids: &mut ids,
+            samples: a,
+            external_bytes: b,
+            external_peak_bytes: c,
+        };
+        assert_eq!(reg.fill_counter_rows(short), Err(2));
+        let rows = counter_rows(&reg);
+        assert_eq!(
+            (rows.ids.as_slice(), rows.external_peak_bytes[0]),
+            ([set.id()].as_slice(), 10.0)
+        );
+    }
+
     #[test]
     fn counter_rows_report_each_set_with_counts_once_by_its_id() {
         let reg = LabelRegistry::new(10_000);
@@ -812,7 +874,7 @@ mod tests {
             .map(|i| reg.intern(vec![("k".into(), format!("v{i}"))]).unwrap())
             .collect();
         assert!(
-            reg.counter_rows().is_empty(),
+            counter_rows(&reg).is_empty(),
             "no set has anything to report yet"
         );
         for (i, set) in sets.iter().enumerate() {
@@ -823,7 +885,7 @@ mod tests {
             }
         }
         reg.overflow().add_external(5);
-        let rows = reg.counter_rows();
+        let rows = counter_rows(&reg);
         assert_eq!(rows.len(), 2001);
         assert_eq!((rows.ids[0], rows.external_bytes[0]), (OVERFLOW_ID, 5.0));
         for (row, set) in sets.iter().enumerate().map(|(i, s)| (i + 1, s)) {
@@ -844,14 +906,14 @@ mod tests {
             }
         }
         // The external bytes are gone, but their peak is reported once more.
-        assert_eq!(reg.counter_rows().len(), 1 + 667);
-        assert!(reg.counter_rows().is_empty());
+        assert_eq!(counter_rows(&reg).len(), 1 + 667);
+        assert!(counter_rows(&reg).is_empty());
         let kept: Vec<_> = sets.into_iter().step_by(2).collect();
         assert_eq!(reg.prune(), 1000);
         for set in &kept {
             set.add_external(1);
         }
-        let rows = reg.counter_rows();
+        let rows = counter_rows(&reg);
         let mut ids: Vec<_> = kept.iter().map(|s| s.id()).collect();
         ids.sort_unstable();
         assert_eq!(
@@ -869,7 +931,7 @@ mod tests {
         for set in &sets {
             set.add_external(1);
         }
-        assert_eq!(reg.counter_rows().ids, [MAX_ID - 2, MAX_ID - 1, MAX_ID]);
+        assert_eq!(counter_rows(&reg).ids, [MAX_ID - 2, MAX_ID - 1, MAX_ID]);
     }
 
     fn p(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

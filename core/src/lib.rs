@@ -40,7 +40,7 @@ pub use block_words::BlockWords;
 pub use error::{LabelError, Result};
 pub use external::ExternalCounters;
 pub use labels::{
-    is_reserved_key, CounterRows, Interned, LabelRegistry, LabelSet, PendingLabels,
+    is_reserved_key, CounterColumns, Interned, LabelRegistry, LabelSet, PendingLabels,
     DEFAULT_MAX_SETS, MAX_ID, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID,
     OVERFLOW_KEY, OVERFLOW_VALUE, PRUNE_MIN_CREATED, PRUNE_OVERFLOWED, RESERVED_KEY_PREFIX,
 };
