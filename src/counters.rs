@@ -1,7 +1,7 @@
 //! Per-label counters without reading a profile: live samples per label set (counted by the
 //! capture/release callbacks in `v8_callbacks` on the patched runtime), external bytes and their
 //! peak since the previous read. Cost: one scan of the registry's counter table
-//! (`LabelRegistry::counter_rows`), no call tree, no V8 profile.
+//! (`LabelRegistry::fill_counter_rows`, into buffers lib/ keeps), no call tree, no V8 profile.
 
 use heap_labels_core::CounterColumns;
 use napi::bindgen_prelude::{Float64Array, Uint32Array};

@@ -5,7 +5,7 @@
 //! - [`labels`]: [`LabelSet`] and the per-isolate [`LabelRegistry`] that interns them, plus the
 //!   word helpers that carry a set across the V8 boundary as one strong reference; the sets'
 //!   live-sample and external-byte counters sit in one dense table per registry (`set_counters`),
-//!   read by [`LabelRegistry::counter_rows`];
+//!   read by [`LabelRegistry::fill_counter_rows`];
 //! - [`allocations`]: [`DeadSampleTotals`], allocated bytes per (site, label set) as samples die;
 //! - [`external`]: [`ExternalCounters`], lock-free accounting of ArrayBuffer bytes per label set;
 //! - [`block_words`]: [`BlockWords`], the lock-free block address -> label word table beside it;
