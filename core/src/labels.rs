@@ -675,12 +675,6 @@ impl LabelSet {
         self.counters.get().live_samples.load(Ordering::Relaxed)
     }
 
-    /// The highest [`external_bytes`](Self::external_bytes) since the previous call (at least the
-    /// current value), and starts a new period at the current value.
-    pub fn take_external_peak(&self) -> i64 {
-        self.counters.get().take_external_peak()
-    }
-
     /// [`retain_word`](Self::retain_word) for a sampled allocation: also counts a live sample.
     ///
     /// Runs inside V8's `SampleObject` (GC forbidden): two atomic increments, nothing else.
@@ -1403,11 +1397,17 @@ mod tests {
         set.add_external(50);
         set.add_external(-120);
         assert_eq!(set.external_bytes(), 30);
-        assert_eq!(set.take_external_peak(), 150);
+        // The peak since the previous read, as a counters read reports it (0: no row).
+        let take_peak = || {
+            let rows = counter_rows(&reg);
+            let row = rows.ids.iter().position(|&id| id == set.id());
+            row.map_or(0.0, |i| rows.external_peak_bytes[i])
+        };
+        assert_eq!(take_peak(), 150.0);
         // A new period starts at the current value.
-        assert_eq!(set.take_external_peak(), 30);
+        assert_eq!(take_peak(), 30.0);
         set.add_external(-30);
-        assert_eq!(set.take_external_peak(), 30);
-        assert_eq!(set.take_external_peak(), 0);
+        assert_eq!(take_peak(), 30.0);
+        assert_eq!(take_peak(), 0.0);
     }
 }
