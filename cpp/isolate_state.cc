@@ -105,21 +105,20 @@ RawProfile IsolateState::read_profile(bool restart_allocations) {
   return profile;
 }
 
-std::size_t IsolateState::create_label_holder(std::size_t word,
-                                              std::size_t pending) {
+std::size_t IsolateState::create_label_holder(HolderBinding binding) {
   v8::Local<v8::Object> holder;
-  if (!holders_.Create(word, pending).ToLocal(&holder)) {
+  if (!holders_.Create(binding.word, binding.pending).ToLocal(&holder)) {
     throw std::runtime_error("could not create a label holder object");
   }
   return ToNapiValue(holder);
 }
 
-std::size_t IsolateState::holder_pending(std::size_t holder) const {
-  std::size_t pending = 0;
-  if (!holders_.Pending(ToLocal(holder), &pending)) {
+HolderBinding IsolateState::holder_binding(std::size_t holder) const {
+  HolderBinding binding{};
+  if (!holders_.Binding(ToLocal(holder), &binding.word, &binding.pending)) {
     throw std::invalid_argument("not a label holder of this isolate");
   }
-  return pending;
+  return binding;
 }
 
 void IsolateState::rebind_label_holder(std::size_t holder, std::size_t word) {

@@ -77,10 +77,11 @@ LabelHolders::Record* LabelHolders::RecordOf(
   return record;
 }
 
-bool LabelHolders::Pending(v8::Local<v8::Value> holder,
+bool LabelHolders::Binding(v8::Local<v8::Value> holder, std::size_t* word,
                            std::size_t* pending) const {
   Record* record = RecordOf(holder);
   if (record == nullptr) return false;
+  *word = record->word;
   *pending = record->pending;
   return true;
 }

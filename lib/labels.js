@@ -8,6 +8,7 @@
 
 const { types } = require('node:util');
 const { native } = require('./native');
+const { rememberSet, knownLabels } = require('./label-sets');
 
 // Limits, defined once in the Rust core (core/src/labels.rs) and documented in the README; keys
 // starting with RESERVED_PREFIX are heap-labels' own (the overflow set's key).
@@ -182,7 +183,7 @@ function canonicalKey(keys, values) {
 }
 
 // The one frozen object for these (valid) pairs; `keys` are unique. Pairs are put in JS sort
-// order first (native code sorts by UTF-8 bytes, which differs for astral characters). The
+// order first when they are not (the addon's sets already are: it sorts keys the same way). The
 // overflow set's object (from a profile) is not a valid user label object: passing it back to the
 // API is rejected like any reserved key.
 function internPairs(keys, values) {
@@ -245,10 +246,14 @@ function holderOf(labels) {
   return holders.get(labels)?.deref() ?? holderOnOverflow(labels);
 }
 
-// A holder made while the registry was at maxLabelSets is bound to the overflow set. Each use
-// asks the addon to bind it to its own set if there is room now (the addon also does so for all
-// such holders when a session starts, a profile is read or stats are taken), so a label object
-// that lives long (a frozen per-route object, a busy route) recovers its real labels.
+// A new holder, and one made while the registry was at maxLabelSets (bound to the overflow set).
+// Each use of the latter asks the addon to bind it to its own set if there is room now (the addon
+// also does so for all such holders when a session starts, a profile is read or stats are taken),
+// so a label object that lives long (a frozen per-route object, a busy route) recovers its real
+// labels. Either way, once bound, the addon names the holder's set (its key, into setKey): reads
+// then find these labels by key.
+const setKey = new Float64Array(2);
+
 function holderOnOverflow(labels) {
   let holder = overflowHolders.get(labels)?.deref();
   if (holder === undefined) {
@@ -258,7 +263,8 @@ function holderOnOverflow(labels) {
     Object.freeze(holder);
   }
   const ref = new WeakRef(holder);
-  if (native.bindLabelHolder(holder)) {
+  if (native.bindLabelHolder(holder, setKey)) {
+    if (setKey[0] >= 0) rememberSet(setKey[0], setKey[1], labels);
     overflowHolders.delete(labels);
     holders.set(labels, ref);
   } else {
@@ -275,6 +281,33 @@ function labelsOfHolder(holder) {
   return interned.has(labels) ? labels : intern(labels, 'getHeapProfileLabels');
 }
 
+// The labels of the sets with keys `ids[i]`/`generations[i]` (i < count), as an array indexed by
+// id: from the cache of lib/label-sets.js, and for the keys it does not know from
+// `fetchPairs(ids: Uint32Array)`, asked once, which returns `{ id, generation, keys, values }` for
+// the sets it still has (a read's own sets are always there; the registry's may have been pruned
+// since): an id it leaves out stays undefined.
+function labelsOfSets(ids, generations, count, fetchPairs) {
+  let maxId = 0;
+  for (let i = 0; i < count; i++) if (ids[i] > maxId) maxId = ids[i];
+  // Pre-sized, so that stores in the sets' (unordered) id order stay in fast elements.
+  const byId = new Array(maxId + 1);
+  let missing;
+  for (let i = 0; i < count; i++) {
+    const id = ids[i];
+    const labels = knownLabels(id, generations[i]);
+    if (labels === undefined) (missing ??= []).push(id);
+    else byId[id] = labels;
+  }
+  if (missing !== undefined) {
+    for (const set of fetchPairs(Uint32Array.from(missing))) {
+      const labels = internPairs(set.keys, set.values);
+      rememberSet(set.id, set.generation, labels);
+      byId[set.id] = labels;
+    }
+  }
+  return byId;
+}
+
 module.exports = {
   MAX_LABELS,
   MAX_KEY_BYTES,
@@ -284,4 +317,5 @@ module.exports = {
   internWith,
   holderOf,
   labelsOfHolder,
+  labelsOfSets,
 };

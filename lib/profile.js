@@ -2,7 +2,7 @@
 // Heap profile sessions and the AllocationProfile view of one read.
 
 const { native } = require('./native');
-const { internPairs } = require('./labels');
+const { internPairs, labelsOfSets } = require('./labels');
 
 const DEFAULTS = Object.freeze({
   sampleInterval: 512 * 1024,
@@ -82,13 +82,22 @@ function readOptions(options) {
 // Label-set id of an unlabeled sample in the native sample columns (u32::MAX).
 const NO_LABEL_SET = 0xffffffff;
 
-// The public view of one read of the profile. Labels are the interned frozen objects. The native
-// copy behind it is reported to V8 as external memory (so unread profiles are collected even in a
-// process that allocates little) and freed at once by [Symbol.dispose]().
+// The labels of a native byLabel group: a set of the read (by id), one key's value, or none.
+function groupLabels(group, sets) {
+  if (group.labelSet !== undefined && group.labelSet !== null) return sets[group.labelSet];
+  if (group.key !== undefined && group.key !== null) return internPairs([group.key], [group.value]);
+  return UNLABELED;
+}
+
+// The public view of one read of the profile. Labels are the interned frozen objects: the read
+// names its label sets by id, and lib/labels.js knows the labels of most by their keys (strings
+// cross only for the others). The native copy behind it is reported to V8 as external memory (so
+// unread profiles are collected even in a process that allocates little) and freed at once by
+// [Symbol.dispose]().
 
 class AllocationProfile {
   #native;
-  #sets;
+  #sets; // label-set id -> labels, for the sets of this read
   #samples;
   #head;
 
@@ -96,10 +105,10 @@ class AllocationProfile {
     this.#native = nativeProfile;
     this.sampleInterval = nativeProfile.sampleInterval;
     this.hasAllocations = nativeProfile.hasAllocations;
-    this.#sets = new Map();
-    for (const set of nativeProfile.labelSets()) this.#sets.set(set.id, internPairs(set.keys, set.values));
+    const { ids, generations } = nativeProfile.labelSetKeys();
+    this.#sets = labelsOfSets(ids, generations, ids.length, (missing) => nativeProfile.labelSetPairs(missing));
     this.externalBytes = nativeProfile.externalBytes().map((e) => ({
-      labels: e.labelSet === undefined || e.labelSet === null ? UNLABELED : this.#sets.get(e.labelSet),
+      labels: e.labelSet === undefined || e.labelSet === null ? UNLABELED : this.#sets[e.labelSet],
       bytes: e.bytes,
     }));
   }
@@ -112,7 +121,7 @@ class AllocationProfile {
       const samples = new Array(nodeIds.length);
       for (let i = 0; i < nodeIds.length; i++) {
         const sample = { nodeId: nodeIds[i], size: sizes[i], count: counts[i], sampleId: sampleIds[i] };
-        if (labelSets[i] !== NO_LABEL_SET) sample.labels = this.#sets.get(labelSets[i]);
+        if (labelSets[i] !== NO_LABEL_SET) sample.labels = this.#sets[labelSets[i]];
         samples[i] = sample;
       }
       this.#samples = samples;
@@ -132,7 +141,7 @@ class AllocationProfile {
     }
     return this.#native.byLabel(key).map((g) => {
       const group = {
-        labels: g.unlabeled ? UNLABELED : internPairs(g.keys, g.values),
+        labels: groupLabels(g, this.#sets),
         bytes: g.bytes,
         objects: g.objects,
         externalBytes: g.externalBytes,

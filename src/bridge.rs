@@ -23,6 +23,15 @@ pub mod ffi {
         track_allocations: bool,
     }
 
+    /// What a label holder owns: `word`, one strong reference of its set (0 = no labels), and
+    /// `pending`, 0 or a `PendingLabels` box while `word` is the overflow set (the pairs it will
+    /// be rebound to once the registry has room).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct HolderBinding {
+        word: usize,
+        pending: usize,
+    }
+
     /// One node of `v8::AllocationProfile`, flattened in pre-order.
     #[derive(Debug, Clone)]
     struct RawNode {
@@ -186,27 +195,25 @@ pub mod ffi {
         /// lifetime): labeled sessions hand dead samples to it when the runtime can report them.
         fn set_dead_sample_totals(self: Pin<&mut IsolateState>, totals: usize);
 
-        /// Makes a label holder: an object whose field 0 is the aligned pointer `word` (one strong
-        /// ref, released by a weak callback when the holder dies; 0 = no labels). `pending` (0 or
-        /// a `PendingLabels` box, when `word` is the overflow set) is owned by the holder from now
-        /// on. Returns the holder as a napi_value.
+        /// Makes a label holder: an object whose field 0 is the aligned pointer `binding.word`
+        /// (released by a weak callback when the holder dies). The holder owns `binding` from now
+        /// on, also on failure. Returns the holder as a napi_value.
         ///
         /// # Safety
-        /// Must run inside a napi callback on the isolate's thread; `word` came from the
-        /// label-word helpers and `pending` from `labels::bind_new_holder`.
+        /// Must run inside a napi callback on the isolate's thread; `binding` came from
+        /// `labels::bind_new_holder`.
         unsafe fn create_label_holder(
             self: Pin<&mut IsolateState>,
-            word: usize,
-            pending: usize,
+            binding: HolderBinding,
         ) -> Result<usize>;
 
-        /// The pending labels of `holder` (a napi_value), not transferred: 0 when the holder is
-        /// bound to its own set. Fails when `holder` is not a live holder of this isolate.
+        /// What `holder` (a napi_value) owns, not transferred. Fails when `holder` is not a live
+        /// holder of this isolate.
         ///
         /// # Safety
-        /// As for `create_label_holder`; the result is valid while the holder is bound to the
-        /// overflow set (it is freed by `rebind_label_holder` or the holder's death).
-        unsafe fn holder_pending(self: &IsolateState, holder: usize) -> Result<usize>;
+        /// As for `create_label_holder`; the result is valid while the holder is bound to it (the
+        /// word and the pending box are released by `rebind_label_holder` or the holder's death).
+        unsafe fn holder_binding(self: &IsolateState, holder: usize) -> Result<HolderBinding>;
 
         /// Binds `holder` to `word` (taking its reference), releasing its previous word and its
         /// pending labels. Fails (releasing `word`) when `holder` is not a live holder.

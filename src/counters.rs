@@ -32,9 +32,6 @@ pub struct NativeCounters {
     pub unlabeled_heap_bytes: f64,
     pub unlabeled_external_bytes: f64,
     pub unlabeled_external_peak_bytes: f64,
-    /// The registry's count of reused ids (`LabelRegistry::id_reuses`): lib/ drops its id -> labels
-    /// cache when it changes, since an id may then name another set.
-    pub id_reuses: f64,
 }
 
 /// The bytes a typed array's elements occupy.
@@ -57,14 +54,16 @@ fn sample_labels_available() -> bool {
     *AVAILABLE.get_or_init(|| ffi::patched_api_status().sample_labels)
 }
 
-/// Signature: `(ids: Uint32Array, samples: Float64Array, externalBytes: Float64Array,
-/// externalPeakBytes: Float64Array) => NativeCounters` - writes the rows into the four (distinct)
-/// arrays, which lib/ keeps from read to read, so a read allocates nothing per row; when they are
-/// too short it reads nothing and says how long they must be (`rowsNeeded`).
+/// Signature: `(ids: Uint32Array, generations: Float64Array, samples: Float64Array,
+/// externalBytes: Float64Array, externalPeakBytes: Float64Array) => NativeCounters` - writes the
+/// rows (a set's key, `ids`/`generations`, then its counters) into the five (distinct) arrays,
+/// which lib/ keeps from read to read, so a read allocates nothing per row; when they are too
+/// short it reads nothing and says how long they must be (`rowsNeeded`).
 #[napi]
 pub fn label_counters(
     env: Env,
     mut ids: Uint32Array,
+    mut generations: Float64Array,
     mut samples: Float64Array,
     mut external_bytes: Float64Array,
     mut external_peak_bytes: Float64Array,
@@ -73,22 +72,23 @@ pub fn label_counters(
         let state = isolate_state(&env)?;
         let ranges = [
             byte_range(&ids),
+            byte_range(&generations),
             byte_range(&samples),
             byte_range(&external_bytes),
             byte_range(&external_peak_bytes),
         ];
         if overlapping(&ranges) {
             return Err(Error::Native(
-                "labelCounters: the four arrays must not share memory".into(),
+                "labelCounters: the arrays must not share memory".into(),
             ));
         }
-        // SAFETY: the four arrays do not overlap (checked above), so the four `&mut` slices do not
-        // alias; no JS runs until this call returns, and lib/ makes them on plain (not shared)
-        // ArrayBuffers, so nothing else reads or writes them meanwhile. The slices do not outlive
-        // the call.
-        let (ids, samples, external_bytes, external_peak_bytes) = unsafe {
+        // SAFETY: the arrays do not overlap (checked above), so the `&mut` slices do not alias; no
+        // JS runs until this call returns, and lib/ makes them on plain (not shared) ArrayBuffers,
+        // so nothing else reads or writes them meanwhile. The slices do not outlive the call.
+        let (ids, generations, samples, external_bytes, external_peak_bytes) = unsafe {
             (
                 ids.as_mut(),
+                generations.as_mut(),
                 samples.as_mut(),
                 external_bytes.as_mut(),
                 external_peak_bytes.as_mut(),
@@ -99,6 +99,7 @@ pub fn label_counters(
         let per_set = interval != 0 && sample_labels_available();
         let columns = CounterColumns {
             ids,
+            generations,
             samples,
             external_bytes,
             external_peak_bytes,
@@ -115,7 +116,6 @@ pub fn label_counters(
                     unlabeled_heap_bytes: 0.0,
                     unlabeled_external_bytes: 0.0,
                     unlabeled_external_peak_bytes: 0.0,
-                    id_reuses: state.registry.id_reuses() as f64,
                 })
             }
         };
@@ -147,7 +147,6 @@ pub fn label_counters(
             unlabeled_heap_bytes,
             unlabeled_external_bytes: unlabeled_external as f64,
             unlabeled_external_peak_bytes: unlabeled_peak as f64,
-            id_reuses: state.registry.id_reuses() as f64,
         })
     };
     run().map_err(|e| e.throw(&env))
@@ -162,18 +161,7 @@ pub fn label_set_pairs(env: Env, ids: Uint32Array) -> napi::Result<Vec<NativeLab
         Ok(ids
             .iter()
             .filter_map(|&id| state.registry.by_id(id))
-            .map(|set| {
-                let (keys, values) = set
-                    .pairs()
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .unzip();
-                NativeLabelSet {
-                    id: set.id(),
-                    keys,
-                    values,
-                }
-            })
+            .map(|set| NativeLabelSet::of(&set))
             .collect())
     };
     run().map_err(|e: Error| e.throw(&env))

@@ -1,7 +1,9 @@
 //! `NativeProfile`: one read of the allocation profile, held in Rust and exposed to lib/, which
-//! turns it into the public `AllocationProfile` (label pairs become lib/'s interned frozen objects).
+//! turns it into the public `AllocationProfile`. Samples, external entries and groups name their
+//! label sets by id; lib/ finds the labels of most ids in its own cache (by the set's key, see
+//! `labels::SetKey`) and asks for the pairs of the others only.
 
-use std::collections::BTreeMap;
+use std::cell::OnceCell;
 use std::sync::Arc;
 
 use heap_labels_core::{heapprofile, pprof, GroupLabels, LabelSet};
@@ -12,12 +14,32 @@ use napi_derive::napi;
 use crate::error::{Error, Result};
 use crate::model::ReadProfile;
 
-/// A label set as parallel key/value arrays, sorted by key.
+/// A label set as parallel key/value arrays, sorted by key (JavaScript's string order).
 #[napi(object)]
 pub struct NativeLabelSet {
     pub id: u32,
+    pub generation: f64,
     pub keys: Vec<String>,
     pub values: Vec<String>,
+}
+
+impl NativeLabelSet {
+    pub fn of(set: &LabelSet) -> Self {
+        let (keys, values) = split_pairs(set.pairs().iter().map(|(k, v)| (&**k, &**v)));
+        NativeLabelSet {
+            id: set.id(),
+            generation: set.generation() as f64,
+            keys,
+            values,
+        }
+    }
+}
+
+/// The keys of a read's label sets (see `labels::SetKey`), index-aligned, ordered by id.
+#[napi(object)]
+pub struct NativeSetKeys {
+    pub ids: Uint32Array,
+    pub generations: Float64Array,
 }
 
 /// The samples as columns (one typed array per field, index-aligned): 100k samples cross the
@@ -29,7 +51,7 @@ pub struct NativeSampleColumns {
     /// V8's count (already scaled by 1 / (1 - exp(-size / interval)), rounded).
     pub counts: Uint32Array,
     pub sample_ids: Float64Array,
-    /// Label-set id per sample (see `labelSets()`); `NO_LABEL_SET` when unlabeled.
+    /// Label-set id per sample (see `labelSetKeys()`); `NO_LABEL_SET` when unlabeled.
     pub label_sets: Uint32Array,
 }
 
@@ -37,12 +59,13 @@ pub struct NativeSampleColumns {
 /// upwards (0 is the overflow set) and never reach it (`heap_labels_core::MAX_ID`).
 pub const NO_LABEL_SET: u32 = u32::MAX;
 
-/// One group of `byLabel`: `keys`/`values` are the group's labels (empty when unlabeled).
+/// One group of `byLabel`: a label set's (`labelSet`, its id), one key's value (`key`/`value`), or
+/// the unlabeled samples (none of these).
 #[napi(object)]
 pub struct NativeGroup {
-    pub keys: Vec<String>,
-    pub values: Vec<String>,
-    pub unlabeled: bool,
+    pub label_set: Option<u32>,
+    pub key: Option<String>,
+    pub value: Option<String>,
     pub bytes: f64,
     pub objects: f64,
     pub external_bytes: f64,
@@ -68,6 +91,8 @@ pub struct NativeProfile {
     read: Option<ReadProfile>,
     /// Bytes reported to V8 for `read` (given back on dispose or finalize).
     reported: i64,
+    /// The sets the samples and external entries refer to, by id (made on first use).
+    sets: OnceCell<Vec<Arc<LabelSet>>>,
 }
 
 impl NativeProfile {
@@ -78,6 +103,7 @@ impl NativeProfile {
         Ok(NativeProfile {
             read: Some(read),
             reported,
+            sets: OnceCell::new(),
         })
     }
 
@@ -88,6 +114,7 @@ impl NativeProfile {
     /// Frees the native copy now and gives its size back to V8. Idempotent.
     fn release(&mut self, env: &Env) -> napi::Result<()> {
         self.read = None;
+        self.sets = OnceCell::new();
         let reported = std::mem::take(&mut self.reported);
         if reported != 0 {
             env.adjust_external_memory(-reported)?;
@@ -95,10 +122,20 @@ impl NativeProfile {
         Ok(())
     }
 
-    fn sets(read: &ReadProfile) -> impl Iterator<Item = &Arc<LabelSet>> {
-        let profile = &read.profile;
-        let sampled = profile.samples.iter().filter_map(|s| s.labels.as_ref());
-        sampled.chain(profile.external.iter().map(|(set, _)| set))
+    /// Every set a sample or an external entry of `read` refers to, once each, by id (ids are
+    /// unique among the read's sets: they all are alive).
+    fn sets<'a>(&'a self, read: &ReadProfile) -> &'a [Arc<LabelSet>] {
+        self.sets.get_or_init(|| {
+            let profile = &read.profile;
+            let sampled = profile.samples.iter().filter_map(|s| s.labels.as_ref());
+            let mut sets: Vec<_> = sampled
+                .chain(profile.external.iter().map(|(set, _)| set))
+                .cloned()
+                .collect();
+            sets.sort_unstable_by_key(|set| set.id());
+            sets.dedup_by_key(|set| set.id());
+            sets
+        })
     }
 }
 
@@ -164,22 +201,33 @@ impl NativeProfile {
         })
     }
 
-    /// Signature: `() => NativeLabelSet[]` - every set that a sample or an external entry refers to.
+    /// Signature: `() => NativeSetKeys` - the key of every set a sample or an external entry
+    /// refers to.
     #[napi]
-    pub fn label_sets(&self, env: Env) -> napi::Result<Vec<NativeLabelSet>> {
+    pub fn label_set_keys(&self, env: Env) -> napi::Result<NativeSetKeys> {
         with_read(&env, self, |read| {
-            let mut by_id = BTreeMap::new();
-            for set in Self::sets(read) {
-                by_id.entry(set.id()).or_insert_with(|| {
-                    let (keys, values) = split_pairs(set.pairs().iter().map(|(k, v)| (&**k, &**v)));
-                    NativeLabelSet {
-                        id: set.id(),
-                        keys,
-                        values,
-                    }
-                });
+            let sets = self.sets(read);
+            NativeSetKeys {
+                ids: Uint32Array::new(sets.iter().map(|s| s.id()).collect()),
+                generations: Float64Array::new(
+                    sets.iter().map(|s| s.generation() as f64).collect(),
+                ),
             }
-            by_id.into_values().collect()
+        })
+    }
+
+    /// Signature: `(ids: Uint32Array) => NativeLabelSet[]` - the pairs of the read's sets with
+    /// these ids (ids the read has no set for are left out).
+    #[napi]
+    pub fn label_set_pairs(&self, env: Env, ids: Uint32Array) -> napi::Result<Vec<NativeLabelSet>> {
+        with_read(&env, self, |read| {
+            let sets = self.sets(read);
+            ids.iter()
+                .filter_map(|&id| {
+                    let i = sets.binary_search_by_key(&id, |s| s.id()).ok()?;
+                    Some(NativeLabelSet::of(&sets[i]))
+                })
+                .collect()
         })
     }
 
@@ -216,19 +264,15 @@ impl NativeProfile {
                 .by_label(key.as_deref())
                 .into_iter()
                 .map(|group| {
-                    let (keys, values) = match &group.labels {
-                        GroupLabels::Unlabeled => (Vec::new(), Vec::new()),
-                        GroupLabels::Set(set) => {
-                            split_pairs(set.pairs().iter().map(|(k, v)| (&**k, &**v)))
-                        }
-                        GroupLabels::Value { key, value } => {
-                            (vec![key.clone()], vec![value.clone()])
-                        }
+                    let (label_set, key, value) = match group.labels {
+                        GroupLabels::Unlabeled => (None, None, None),
+                        GroupLabels::Set(set) => (Some(set.id()), None, None),
+                        GroupLabels::Value { key, value } => (None, Some(key), Some(value)),
                     };
                     NativeGroup {
-                        unlabeled: matches!(group.labels, GroupLabels::Unlabeled),
-                        keys,
-                        values,
+                        label_set,
+                        key,
+                        value,
                         bytes: group.bytes,
                         objects: group.objects,
                         external_bytes: group.external_bytes as f64,

@@ -11,15 +11,36 @@
 
 use heap_labels_core::{Interned, LabelRegistry, LabelSet, PendingLabels};
 
+use crate::bridge::ffi::HolderBinding;
 use crate::error::{Error, Result};
 use crate::state::IsolateAddon;
 
-/// What a new holder is bound to: `word` owns one strong reference (0 = no labels); `pending` is
-/// 0 or a `PendingLabels` box (when `word` is the overflow set). Both go to the holder.
-#[derive(Debug, PartialEq, Eq)]
-pub struct HolderBinding {
-    pub word: usize,
-    pub pending: usize,
+/// How lib/ names an interned set in its id -> labels cache: the set's id and that id's
+/// generation (`LabelSet::generation`), never the same for two sets of one registry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetKey {
+    pub id: u32,
+    pub generation: u64,
+}
+
+impl SetKey {
+    pub fn of(set: &LabelSet) -> Self {
+        SetKey {
+            id: set.id(),
+            generation: set.generation(),
+        }
+    }
+}
+
+/// The key of the set a holder's `binding` is bound to, `None` when that is no set of its own (no
+/// labels, or the overflow set while its pairs are pending).
+pub fn key_of(binding: &HolderBinding) -> Option<SetKey> {
+    if binding.word == 0 || binding.pending != 0 {
+        return None;
+    }
+    // SAFETY: a non-zero binding word owns a reference (held by the caller's holder, or by the
+    // binding itself before the holder takes it) for the duration of this call.
+    Some(SetKey::of(unsafe { LabelSet::word_as_ref(binding.word) }))
 }
 
 /// Interns `keys[i] = values[i]` for a new holder. The empty set is no labels: word 0, nothing
@@ -70,22 +91,23 @@ fn retry(registry: &LabelRegistry, pending: usize) -> Option<usize> {
 }
 
 /// Binds `holder` (a napi_value of the current call) to its own set if it is bound to the overflow
-/// set and there is room now. Returns whether it is bound to its own set.
-pub fn bind_holder(state: &mut IsolateAddon, holder: usize) -> Result<bool> {
+/// set and there is room now. Returns its binding when it is bound to its own set (or to no
+/// labels), `None` while it stays on the overflow set.
+pub fn bind_holder(state: &mut IsolateAddon, holder: usize) -> Result<Option<HolderBinding>> {
     // SAFETY: inside a napi callback on the isolate thread; `holder` is one of its napi_values.
-    let pending = unsafe { state.v8.holder_pending(holder)? };
-    if pending == 0 {
-        return Ok(true);
+    let binding = unsafe { state.v8.holder_binding(holder)? };
+    if binding.pending == 0 {
+        return Ok(Some(binding));
     }
     // A failed retry counts as an overflowed intern: a label object used again and again while
     // the registry is full drives the amortized prune that finds released sets.
     state.registry.prune_if_due();
-    let Some(word) = retry(&state.registry, pending) else {
-        return Ok(false);
+    let Some(word) = retry(&state.registry, binding.pending) else {
+        return Ok(None);
     };
     // SAFETY: as above; `word` came from `retry` and its reference goes to the holder.
     unsafe { state.v8_mut().rebind_label_holder(holder, word)? };
-    Ok(true)
+    Ok(Some(HolderBinding { word, pending: 0 }))
 }
 
 /// Rebinds the holders bound to the overflow set while the registry has room (after a full prune);
@@ -105,7 +127,7 @@ pub fn rebind_overflowed(state: &mut IsolateAddon) -> Result<usize> {
     let mut rebound = 0;
     for holder in holders {
         // SAFETY: as above.
-        let pending = unsafe { state.v8.holder_pending(holder)? };
+        let pending = unsafe { state.v8.holder_binding(holder)? }.pending;
         if pending == 0 {
             continue;
         }
@@ -182,6 +204,31 @@ mod tests {
         release_word(word);
         release_word(b.word);
         drop_pending(b.pending);
+    }
+
+    #[test]
+    fn a_holder_is_keyed_by_its_own_set_only() {
+        let registry = LabelRegistry::new(1);
+        let a = bind(&registry, "/a");
+        let set = registry.live_sets().pop().unwrap();
+        assert_eq!(
+            key_of(&a),
+            Some(SetKey {
+                id: set.id(),
+                generation: 1
+            })
+        );
+        let overflowed = bind(&registry, "/b");
+        assert_eq!(
+            key_of(&overflowed),
+            None,
+            "the overflow set, its pairs pending"
+        );
+        let none = bind_new_holder(&registry, vec![], vec![]).unwrap();
+        assert_eq!(key_of(&none), None, "no labels");
+        release_word(a.word);
+        release_word(overflowed.word);
+        drop_pending(overflowed.pending);
     }
 
     #[test]

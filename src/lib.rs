@@ -26,7 +26,7 @@ mod session;
 mod state;
 mod v8_callbacks;
 
-use napi::bindgen_prelude::{Object, Unknown};
+use napi::bindgen_prelude::{Float64Array, Object, Unknown};
 use napi::{Env, JsValue};
 use napi_derive::napi;
 
@@ -77,6 +77,19 @@ pub fn label_limits() -> NativeLabelLimits {
     }
 }
 
+/// Writes the key of a holder's set into lib/'s `setKey` array: `[id, generation]`, or `[-1, 0]`
+/// when the holder has no set of its own (no labels, or the overflow set).
+fn write_set_key(set_key: &mut Float64Array, key: Option<labels::SetKey>) -> error::Result<()> {
+    // SAFETY: no JS runs until the napi call that passed `set_key` returns, and lib/ makes it on a
+    // plain (not shared) ArrayBuffer, so nothing else touches it while this slice lives.
+    let out = unsafe { set_key.as_mut() };
+    let [id, generation, ..] = out else {
+        return Err(Error::Native("setKey must have two elements".into()));
+    };
+    (*id, *generation) = key.map_or((-1.0, 0.0), |k| (f64::from(k.id), k.generation as f64));
+    Ok(())
+}
+
 /// Signature: `(keys: string[], values: string[]) => object` - interns the pairs and returns a new
 /// label holder bound to their set (to the overflow set when the registry is full; see
 /// `bindLabelHolder`; the empty set binds to no labels). lib/ gives it its `labels` property.
@@ -91,22 +104,30 @@ pub fn create_label_holder<'env>(
         let binding = labels::bind_new_holder(&state.registry, keys, values)?;
         // SAFETY: inside this napi callback on the isolate thread; the binding was just made by
         // `bind_new_holder` (the holder takes it over, also on failure).
-        let holder = unsafe {
-            state
-                .v8_mut()
-                .create_label_holder(binding.word, binding.pending)?
-        };
+        let holder = unsafe { state.v8_mut().create_label_holder(binding)? };
         Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
     };
     run().map_err(|e| e.throw(env))
 }
 
-/// Signature: `(holder: object) => boolean` - whether the holder is bound to its own label set,
-/// after binding it to it if it was bound to the overflow set and the registry has room now.
+/// Signature: `(holder: object, setKey: Float64Array) => boolean` - whether the holder is bound to
+/// its own label set or to no labels (its set's key then in `setKey`), after binding it to its
+/// set if it was bound to the overflow set and the registry has room now. lib/ calls it for every
+/// new holder, and so learns the key of every set it makes a holder for.
 #[napi]
-pub fn bind_label_holder(env: Env, holder: Object<'_>) -> napi::Result<bool> {
-    let run = || -> error::Result<bool> {
-        labels::bind_holder(isolate_state(&env)?, holder.raw() as usize)
+pub fn bind_label_holder(
+    env: Env,
+    holder: Object<'_>,
+    mut set_key: Float64Array,
+) -> napi::Result<bool> {
+    let mut run = || -> error::Result<bool> {
+        let Some(binding) = labels::bind_holder(isolate_state(&env)?, holder.raw() as usize)?
+        else {
+            return Ok(false);
+        };
+        // `holder`, a napi_value of this call, keeps the binding's word alive.
+        write_set_key(&mut set_key, labels::key_of(&binding))?;
+        Ok(true)
     };
     run().map_err(|e| e.throw(&env))
 }

@@ -69,3 +69,19 @@ test('a profile read pins its samples\' label sets until it is disposed', { skip
   assert.ok(out.whileRead >= out.baseline + 45, `the read holds the sets of its samples: ${JSON.stringify(out)}`);
   assert.ok(out.afterDispose <= out.baseline + 2, `disposing the read releases them: ${JSON.stringify(out)}`);
 });
+
+test('reads name label sets by id and generation: known sets cross no strings, reused ids keep the right labels', { skip: !patched && 'needs sample labels (patched runtime)' }, () => {
+  const out = scenario('identity');
+  for (const phase of [out.first, out.second]) {
+    assert.ok(phase.labeled > 100 && phase.groups >= 15, JSON.stringify(phase));
+    assert.ok(phase.counted >= 15, `labelCounters() has the sets: ${JSON.stringify(phase)}`);
+    assert.equal(phase.wrong, 0, 'every sample has its own set\'s labels');
+    assert.deepEqual(phase.fetched, [], 'sets lib/ made holders for cross no label strings');
+  }
+  assert.ok(out.reused >= 1, `the second sets took ids of pruned first ones: ${JSON.stringify(out)}`);
+  // The addon rebound the overflowed holder at session start, unseen by lib/: its pairs cross once.
+  assert.ok(out.overflowed >= 1, JSON.stringify(out));
+  assert.ok(out.third.late > 0, JSON.stringify(out.third));
+  assert.equal(out.third.wrong, 0);
+  assert.deepEqual(out.third.fetched, ['/late'], JSON.stringify(out.third));
+});

@@ -119,7 +119,7 @@ test('labelCounters: the native read writes into buffers it is given, refuses sh
     hl.withHeapProfileLabels({ route: `/buffers-${i}` }, () => Buffer.alloc(8192)),
   );
   try {
-    const short = native.labelCounters(new Uint32Array(0), new Float64Array(0), new Float64Array(0), new Float64Array(0));
+    const short = native.labelCounters(new Uint32Array(0), new Float64Array(0), new Float64Array(0), new Float64Array(0), new Float64Array(0));
     assert.equal(short.rows, 0);
     assert.ok(short.rowsNeeded >= 1, `rowsNeeded ${short.rowsNeeded}`);
     const read = readColumns();
@@ -128,7 +128,7 @@ test('labelCounters: the native read writes into buffers it is given, refuses sh
     assert.deepEqual([...read.ids.subarray(0, read.rows)], [...read.ids.subarray(0, read.rows)].sort((a, b) => a - b), 'rows in id order');
     const shared = new Float64Array(16);
     assert.throws(
-      () => native.labelCounters(new Uint32Array(16), shared, shared.subarray(4), new Float64Array(16)),
+      () => native.labelCounters(new Uint32Array(16), new Float64Array(16), shared, shared.subarray(4), new Float64Array(16)),
       /must not share memory/,
     );
     const counts = hl.labelCounters();

@@ -44,11 +44,13 @@ async function child(args) {
   // of the per-row cost there.
   const base = readColumns();
   const ids = Uint32Array.from({ length: sets }, (_, i) => i + 1);
-  const interned = native.labelSetPairs(ids).length;
+  const pairs = native.labelSetPairs(ids);
+  const interned = pairs.length;
   const cols = {
     ...base,
     rows: sets,
     ids,
+    generations: Float64Array.from(pairs, (set) => set.generation),
     samples: Float64Array.from(ids, (id) => 1 + (id % 7)),
     externalBytes: Float64Array.from(ids, () => 8192),
     externalPeakBytes: Float64Array.from(ids, () => 8192),

@@ -4,12 +4,12 @@
 // (HeapProfiler.getSamplingProfile) for the same heap.
 //
 //   node benchmark/inprocess/read-profile.js [--runtime stock=/path/node --runtime patched=/path/node]
-//        [--quick] [--pairs 5] [--reads 5] [--samples 100000] [--interval 256]
+//        [--quick] [--pairs 5] [--reads 5] [--samples 100000] [--interval 256] [--sets 100]
 //
 // The two profilers are the same V8 sampling heap profiler, so they cannot run at once: each
 // measurement is a child process (phase `ours` or `inspector`) that starts its profiler, builds the
-// same heap (objects from 8 allocation sites, spread over 100 label sets: labels are captured on a
-// patched runtime only), runs a full GC and reads the profile `reads` times; the median read counts.
+// same heap (objects from 8 allocation sites, spread over `sets` label sets: labels are captured on
+// a patched runtime only; many sets make the reads' label lookups show), runs a full GC and reads the profile `reads` times; the median read counts.
 // Phases alternate (ours, inspector, inspector, ours, ...) over `pairs` pairs. A runtime without the
 // inspector (the patched test build has none) runs `ours` only and is compared with the inspector
 // phase of the first runtime that has one, pair by pair.
@@ -27,8 +27,9 @@ const c = require('./common');
 
 const LABEL_SETS = 100;
 
-// ~`bytes` of live objects from 8 sites at different stack depths, labeled round-robin.
-function buildHeap(bytes, withLabels) {
+// ~`bytes` of live objects from 8 sites at different stack depths, labeled round-robin with
+// `sets` label sets.
+function buildHeap(bytes, withLabels, sets = LABEL_SETS) {
   const kept = [];
   const perObject = 51; // measured: 4-property objects here give one 256 B sample per ~5 objects
   const n = Math.ceil(bytes / perObject);
@@ -38,7 +39,8 @@ function buildHeap(bytes, withLabels) {
     (i) => ({ id: i, p: 1, q: 2, r: 3 }),
     (i) => ({ s: i, t: null, u: null, z: null }),
   ];
-  const chunk = 1000;
+  // Objects per labeled scope: at most 1000, fewer when there are more sets than scopes otherwise.
+  const chunk = Math.max(1, Math.min(1000, Math.floor(n / sets)));
   const run = (i0, depth) => {
     if (depth > 0) return run(i0, depth - 1);
     const site = sites[(i0 / chunk) % sites.length];
@@ -48,7 +50,7 @@ function buildHeap(bytes, withLabels) {
   const hl = withLabels ? require('../../lib') : null;
   for (let i0 = 0, k = 0; i0 < n; i0 += chunk, k++) {
     const depth = k % 2; // two depths per site: 8 distinct stacks
-    if (hl) hl.withHeapProfileLabels({ route: `/route/${k % LABEL_SETS}` }, () => run(i0, depth));
+    if (hl) hl.withHeapProfileLabels({ route: `/route/${k % sets}` }, () => run(i0, depth));
     else run(i0, depth);
   }
   return kept;
@@ -66,8 +68,9 @@ async function childOurs(args) {
   const hl = require('../../lib');
   const interval = Number(args.interval);
   const reads = Number(args.reads);
-  const handle = hl.startHeapProfile({ sampleInterval: interval });
-  const kept = buildHeap(Number(args.samples) * interval, true);
+  const sets = Number(args.sets);
+  const handle = hl.startHeapProfile({ sampleInterval: interval, maxLabelSets: Math.max(10_000, sets + 100) });
+  const kept = buildHeap(Number(args.samples) * interval, true, sets);
   const t = { get: [], byLabel: [], toPprof: [], toHeapProfile: [] };
   let samples = 0;
   let labeled = 0;
@@ -104,7 +107,7 @@ async function childInspector(args) {
     new Promise((resolve, reject) => session.post(method, params, (err, res) => (err ? reject(err) : resolve(res))));
   await post('HeapProfiler.enable');
   await post('HeapProfiler.startSampling', { samplingInterval: interval });
-  const kept = buildHeap(Number(args.samples) * interval, false);
+  const kept = buildHeap(Number(args.samples) * interval, false, Number(args.sets));
   const t = { get: [], stringify: [] };
   let samples = 0;
   let jsonBytes = 0;
@@ -135,9 +138,10 @@ function parent(args) {
   const reads = Number(args.reads || (quick ? 2 : 5));
   const samples = Number(args.samples || (quick ? 10_000 : 100_000));
   const interval = Number(args.interval || 256);
+  const sets = Number(args.sets || LABEL_SETS);
   const runtimes = c.runtimesFrom(args.runtime);
   const childArgs = (phase) =>
-    ['--child', phase, '--reads', reads, '--samples', samples, '--interval', interval].map(String);
+    ['--child', phase, '--reads', reads, '--samples', samples, '--interval', interval, '--sets', sets].map(String);
   const features = Object.fromEntries(
     runtimes.map((rt) => {
       const r = spawnSync(rt.node, ['-p', 'process.features.inspector'], {
@@ -165,7 +169,7 @@ function parent(args) {
   out.push('### Reading a profile of ~100k live samples: heap-labels vs the inspector');
   out.push('');
   out.push(
-    `sampleInterval ${interval} B, ~${samples} live samples from 8 stacks and ${LABEL_SETS} label sets; ` +
+    `sampleInterval ${interval} B, ~${samples} live samples from 8 stacks and ${sets} label sets; ` +
       `${pairs} alternating process pairs, median of ${reads} reads per process; ` +
       'ratios per pair (median, IQR, range).',
   );

@@ -143,11 +143,17 @@ fn counters(c: &mut Criterion) {
         .collect();
     // Buffers reused from read to read, as lib/counters.js keeps them.
     let n = reg.counter_rows_bound();
-    let (mut ids, mut samples, mut external, mut peak) =
-        (vec![0u32; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+    let (mut ids, mut generations, mut samples, mut external, mut peak) = (
+        vec![0u32; n],
+        vec![0.0; n],
+        vec![0.0; n],
+        vec![0.0; n],
+        vec![0.0; n],
+    );
     let mut read = || {
         reg.fill_counter_rows(CounterColumns {
             ids: &mut ids,
+            generations: &mut generations,
             samples: &mut samples,
             external_bytes: &mut external,
             external_peak_bytes: &mut peak,

@@ -14,7 +14,7 @@
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use dashmap::DashMap;
@@ -76,7 +76,14 @@ impl LabelSet {
         self.id
     }
 
-    /// The pairs, sorted by key; keys are unique.
+    /// How many sets of its registry have had this set's id, this one included (1 for the first).
+    /// `(id, generation)` names this set for ever: lib/ keys its id -> labels cache by it, so an
+    /// entry of a pruned set is never taken for the later set that got its id.
+    pub fn generation(&self) -> u64 {
+        self.counters.get().generation.load(Ordering::Relaxed)
+    }
+
+    /// The pairs, sorted by key in [`key_order`]; keys are unique.
     pub fn pairs(&self) -> &[(Box<str>, Box<str>)] {
         &self.pairs
     }
@@ -84,7 +91,7 @@ impl LabelSet {
     /// The value of `key`, if the set has it (binary search).
     pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs
-            .binary_search_by(|(k, _)| (**k).cmp(key))
+            .binary_search_by(|(k, _)| key_order(k, key))
             .ok()
             .map(|i| &*self.pairs[i].1)
     }
@@ -289,9 +296,6 @@ pub struct LabelRegistry {
     /// Ids of pruned sets. Taken under a `by_hash` shard lock (intern), filled by `prune` after its
     /// walk; never touched from V8 callbacks.
     free_ids: Mutex<Vec<u32>>,
-    /// How many times an id of a pruned set went to a new set: a cache of id -> labels outside
-    /// the registry is valid only while this stays the same.
-    id_reuses: AtomicU64,
     /// Sets created since the last prune (drives [`LabelRegistry::prune_if_due`]).
     created_since_prune: AtomicUsize,
     /// Interns answered with the overflow set since the last prune.
@@ -328,7 +332,6 @@ impl LabelRegistry {
             max_sets: AtomicUsize::new(max_sets),
             next_id: AtomicU32::new(first_id),
             free_ids: Mutex::new(Vec::new()),
-            id_reuses: AtomicU64::new(0),
             created_since_prune: AtomicUsize::new(0),
             overflowed_since_prune: AtomicUsize::new(0),
             first_id,
@@ -435,12 +438,6 @@ impl LabelRegistry {
         id
     }
 
-    /// How many ids of pruned sets were given to new sets so far: while it is unchanged, an id
-    /// still names the set (and labels) it named before.
-    pub fn id_reuses(&self) -> u64 {
-        self.id_reuses.load(Ordering::Acquire)
-    }
-
     /// A free id: one of a pruned set first, else the next never-used one.
     fn take_id(&self) -> Option<u32> {
         let reused = self
@@ -448,9 +445,6 @@ impl LabelRegistry {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .pop();
-        if reused.is_some() {
-            self.id_reuses.fetch_add(1, Ordering::Release);
-        }
         reused.or_else(|| {
             self.next_id
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |id| {
@@ -594,6 +588,7 @@ impl LabelRegistry {
             // this thread interns, so the bound holds; a row past it would be a bug, never data.
             assert!(rows < bound, "more counter rows than label sets");
             out.ids[rows] = self.id_at(index);
+            out.generations[rows] = counters.generation.load(Ordering::Relaxed) as f64;
             out.samples[rows] = counters.live_samples.load(Ordering::Relaxed) as f64;
             out.external_bytes[rows] = counters.external.load(Ordering::Relaxed) as f64;
             out.external_peak_bytes[rows] = counters.take_external_peak() as f64;
@@ -646,10 +641,12 @@ pub fn is_reserved_key(key: &str) -> bool {
 // ---- per-label counters (read by `counters()` without a profile) -------------------------------
 
 /// The caller's buffers for [`LabelRegistry::fill_counter_rows`]: row `i` is the set with id
-/// `ids[i]`.
+/// `ids[i]` and generation `generations[i]` (see [`LabelSet::generation`]).
 #[derive(Debug)]
 pub struct CounterColumns<'a> {
     pub ids: &'a mut [u32],
+    /// Exact in an f64 (generations stay far below 2^53).
+    pub generations: &'a mut [f64],
     /// Live samples (captured by V8 and not yet released).
     pub samples: &'a mut [f64],
     /// External bytes charged now.
@@ -659,10 +656,11 @@ pub struct CounterColumns<'a> {
 }
 
 impl CounterColumns<'_> {
-    /// Rows that fit in all four buffers.
+    /// Rows that fit in all the buffers.
     pub fn capacity(&self) -> usize {
         self.ids
             .len()
+            .min(self.generations.len())
             .min(self.samples.len())
             .min(self.external_bytes.len())
             .min(self.external_peak_bytes.len())
@@ -738,6 +736,13 @@ impl LabelSet {
     }
 }
 
+/// The order of a set's keys: UTF-16 code units, JavaScript's string order, so that lib/ takes a
+/// set's pairs as they come. It is UTF-8 byte order except where the first differing characters
+/// are one in U+E000..=U+FFFF and one above U+FFFF (which UTF-16 writes as surrogates, below).
+pub fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.encode_utf16().cmp(b.encode_utf16())
+}
+
 /// Checks the limits, then sorts by key and rejects duplicate keys.
 fn validate_and_sort(pairs: &mut [(String, String)]) -> Result<()> {
     if pairs.len() > MAX_LABELS {
@@ -770,7 +775,7 @@ fn validate_and_sort(pairs: &mut [(String, String)]) -> Result<()> {
             });
         }
     }
-    pairs.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    pairs.sort_unstable_by(|a, b| key_order(&a.0, &b.0));
     if let Some(w) = pairs.windows(2).find(|w| w[0].0 == w[1].0) {
         return Err(LabelError::DuplicateKey {
             key: w[0].0.clone(),
@@ -800,6 +805,7 @@ mod tests {
     #[derive(Debug)]
     struct Rows {
         ids: Vec<u32>,
+        generations: Vec<f64>,
         samples: Vec<f64>,
         external_bytes: Vec<f64>,
         external_peak_bytes: Vec<f64>,
@@ -816,26 +822,52 @@ mod tests {
 
     fn counter_rows(reg: &LabelRegistry) -> Rows {
         let n = reg.counter_rows_bound();
-        let (mut ids, mut samples, mut external, mut peak) =
-            (vec![0; n], vec![0.0; n], vec![0.0; n], vec![0.0; n]);
+        let (mut ids, mut generations, mut samples, mut external, mut peak) = (
+            vec![0; n],
+            vec![0.0; n],
+            vec![0.0; n],
+            vec![0.0; n],
+            vec![0.0; n],
+        );
         let rows = reg
             .fill_counter_rows(CounterColumns {
                 ids: &mut ids,
+                generations: &mut generations,
                 samples: &mut samples,
                 external_bytes: &mut external,
                 external_peak_bytes: &mut peak,
             })
             .unwrap();
-        for column in [&mut samples, &mut external, &mut peak] {
+        for column in [&mut generations, &mut samples, &mut external, &mut peak] {
             column.truncate(rows);
         }
         ids.truncate(rows);
         Rows {
             ids,
+            generations,
             samples,
             external_bytes: external,
             external_peak_bytes: peak,
         }
+    }
+
+    #[test]
+    fn keys_sort_in_javascript_order() {
+        // U+FF5E (one UTF-16 unit, 0xFF5E) against U+1F600 (surrogates 0xD83D 0xDE00): UTF-8 bytes
+        // put U+FF5E first, JavaScript's `sort()` puts U+1F600 first; a set follows JavaScript.
+        let reg = LabelRegistry::new(10);
+        let set = reg
+            .intern(p(&[
+                ("\u{FF5E}", "wide"),
+                ("\u{1F600}", "astral"),
+                ("a", "ascii"),
+            ]))
+            .unwrap();
+        let keys: Vec<&str> = set.pairs().iter().map(|(k, _)| &**k).collect();
+        assert_eq!(keys, ["a", "\u{1F600}", "\u{FF5E}"]);
+        assert_eq!(set.get("\u{FF5E}"), Some("wide"));
+        assert_eq!(set.get("\u{1F600}"), Some("astral"));
+        assert_eq!(set.get("b"), None);
     }
 
     #[test]
@@ -844,10 +876,11 @@ mod tests {
         let set = reg.intern(vec![("k".into(), "v".into())]).unwrap();
         set.add_external(10);
         set.add_external(-10);
-        let (mut ids, mut f) = ([0u32; 1], [[0.0f64; 1]; 3]);
-        let [a, b, c] = &mut f;
+        let (mut ids, mut f) = ([0u32; 1], [[0.0f64; 1]; 4]);
+        let [g, a, b, c] = &mut f;
         let short = CounterColumns {
             ids: &mut ids,
+            generations: g,
             samples: a,
             external_bytes: b,
             external_peak_bytes: c,
@@ -884,6 +917,7 @@ mod tests {
         assert_eq!((rows.ids[0], rows.external_bytes[0]), (OVERFLOW_ID, 5.0));
         for (row, set) in sets.iter().enumerate().map(|(i, s)| (i + 1, s)) {
             assert_eq!(rows.ids[row], set.id());
+            assert_eq!(rows.generations[row], set.generation() as f64);
             assert_eq!(rows.samples[row], 1.0);
             let external = if (row - 1) % 3 == 0 { row as f64 } else { 0.0 };
             assert_eq!(
@@ -1120,12 +1154,12 @@ mod tests {
         let mut sets = sets;
         drop(sets.remove(1));
         assert_eq!(reg.prune(), 1);
-        assert_eq!(reg.id_reuses(), 0);
+        assert_eq!(sets[0].generation(), 1);
         let new = reg.intern(p(&[("k", "new")])).unwrap();
         assert!(!new.is_overflow());
         assert_eq!(new.id(), freed);
-        // Caches of id -> labels outside the registry learn that an id changed meaning.
-        assert_eq!(reg.id_reuses(), 1);
+        // Caches of id -> labels outside the registry tell the new set from the pruned one.
+        assert_eq!(new.generation(), 2);
         assert!(Arc::ptr_eq(&reg.by_id(freed).unwrap(), &new));
         drop(new);
         assert_eq!(reg.prune(), 1);

@@ -2,7 +2,8 @@
 //!
 //! Every [`LabelSet`](crate::LabelSet) has a slot here: its live samples (captured and not yet
 //! released by V8 on the patched runtime), its external (ArrayBuffer) bytes and their peak since the
-//! previous read. The slots of a registry sit side by side in fixed chunks, indexed by set id, so
+//! previous read, and the slot's generation (how many sets have had it), which together with the
+//! set's id names the set for ever: ids are handed out again, (id, generation) pairs never are. The slots of a registry sit side by side in fixed chunks, indexed by set id, so
 //! that `labelCounters()` reads 10k sets as one sequential scan of a few hundred KiB instead of
 //! chasing a pointer per set through the intern table into each set's own allocation.
 //!
@@ -17,10 +18,10 @@
 //! outlives its registry (a word V8 or an ArrayBuffer block still holds after isolate teardown)
 //! still counts into memory it keeps alive.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-/// Slots per chunk: 256 x 24 bytes = 6 KiB. An index into a chunk is a `u8`, so no bounds check.
+/// Slots per chunk: 256 x 32 bytes = 8 KiB. An index into a chunk is a `u8`, so no bounds check.
 const CHUNK: usize = 256;
 
 /// The counters of one set.
@@ -29,6 +30,9 @@ pub(crate) struct SetCounters {
     pub(crate) live_samples: AtomicI64,
     pub(crate) external: AtomicI64,
     pub(crate) external_peak: AtomicI64,
+    /// Sets that have had this slot, the current one included (1 for the first): written under
+    /// the table's lock when a set claims the slot, constant while that set lives.
+    pub(crate) generation: AtomicU64,
 }
 
 impl SetCounters {
@@ -104,6 +108,7 @@ impl CounterTable {
             offset: (index % CHUNK) as u8,
         };
         slot.get().reset();
+        slot.get().generation.fetch_add(1, Ordering::Relaxed);
         slot
     }
 
@@ -138,14 +143,11 @@ mod tests {
         let mut rows = 0;
         table.for_each_nonzero(|_, _| rows += 1);
         assert_eq!(rows, 0);
-        assert_eq!(
-            table
-                .claim(CHUNK + 3)
-                .get()
-                .live_samples
-                .load(Ordering::Relaxed),
-            0
-        );
+        let again = table.claim(CHUNK + 3);
+        assert_eq!(again.get().live_samples.load(Ordering::Relaxed), 0);
+        // The slot's second set: (index, generation) tells it from the first.
+        assert_eq!(again.get().generation.load(Ordering::Relaxed), 2);
+        assert_eq!(table.claim(0).get().generation.load(Ordering::Relaxed), 1);
     }
 
     #[test]

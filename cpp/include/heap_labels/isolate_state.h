@@ -20,8 +20,9 @@
 
 namespace heap_labels {
 
-struct RawProfile;    // shared struct, defined by the cxx bridge
-struct StartOptions;  // shared struct, defined by the cxx bridge
+struct HolderBinding;  // shared struct, defined by the cxx bridge
+struct RawProfile;     // shared struct, defined by the cxx bridge
+struct StartOptions;   // shared struct, defined by the cxx bridge
 
 class IsolateState {
  public:
@@ -42,8 +43,8 @@ class IsolateState {
   bool reports_allocations() const {
     return reports_dead_samples_ || keeps_dead_samples_;
   }
-  std::size_t create_label_holder(std::size_t word, std::size_t pending);
-  std::size_t holder_pending(std::size_t holder) const;
+  std::size_t create_label_holder(HolderBinding binding);
+  HolderBinding holder_binding(std::size_t holder) const;
   void rebind_label_holder(std::size_t holder, std::size_t word);
   rust::Vec<std::size_t> overflowed_holders() const;
   std::size_t register_labels_key(std::size_t key);

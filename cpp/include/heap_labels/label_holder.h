@@ -48,9 +48,11 @@ class LabelHolders {
   // also on failure (empty result).
   v8::MaybeLocal<v8::Object> Create(std::size_t word, std::size_t pending);
 
-  // The pending labels of `holder` (not transferred): 0 when it is bound to
-  // its own set. False when `holder` is not a live holder of this isolate.
-  bool Pending(v8::Local<v8::Value> holder, std::size_t* pending) const;
+  // The word and the pending labels of `holder` (not transferred; pending is
+  // 0 when it is bound to its own set). False when `holder` is not a live
+  // holder of this isolate.
+  bool Binding(v8::Local<v8::Value> holder, std::size_t* word,
+               std::size_t* pending) const;
 
   // Binds `holder` to `word` (taking its reference), releasing the previous
   // word and the pending labels. Isolate thread, outside V8 callbacks. False
