@@ -43,7 +43,7 @@ fi
 mkdir -p "$(dirname "$out")"
 
 log "runtimes"
-stock_node="$(scripts/runtimes.sh bin 22.22.2)/node"
+stock_node="$(scripts/runtimes.sh bin primary)/node"
 patched_node=""
 if p=$(tools/patched-node/build.sh --print-node-path --cached-only 2>/dev/null); then
   patched_node=$p

@@ -35,7 +35,7 @@ fi
 
 log "installing stock runtimes (cached under ${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}/runtimes)"
 scripts/runtimes.sh all
-stock_node="$(scripts/runtimes.sh bin 22.22.2)/node"
+stock_node="$(scripts/runtimes.sh bin primary)/node"
 
 if [ "$stock" = 1 ]; then
   node=$stock_node

@@ -26,7 +26,7 @@ function includeDir() {
   if (!fs.existsSync(path.join(dir, 'v8.h'))) {
     fail(
       `${dir} has no v8.h: run this with a node that ships its headers ` +
-        `(e.g. PATH="$(scripts/runtimes.sh bin 22.22.2):$PATH" npm run build) ` +
+        `(e.g. PATH="$(scripts/runtimes.sh bin primary):$PATH" npm run build) ` +
         'or set HEAP_LABELS_NODE_INCLUDE',
     );
   }
@@ -49,7 +49,7 @@ function checkSupported(include) {
     fail(
       `the headers in ${include} are of Node.js ${major || 'unknown'}; heap-labels needs 22 or newer. ` +
         'Put a supported runtime first on PATH, e.g. ' +
-        'PATH="$(scripts/runtimes.sh bin 22.22.2):$PATH" npm run build',
+        'PATH="$(scripts/runtimes.sh bin primary):$PATH" npm run build',
     );
   }
 }

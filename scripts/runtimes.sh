@@ -7,10 +7,23 @@
 #   scripts/runtimes.sh                 install every supported runtime (idempotent)
 #   scripts/runtimes.sh path <version>  install <version> if needed, print its directory
 #   scripts/runtimes.sh bin <version>   install <version> if needed, print the directory of its node
-#   scripts/runtimes.sh list            print the supported versions, one a line
+#   scripts/runtimes.sh list            print the supported versions, one a line, the primary first
+#   scripts/runtimes.sh primary         print the primary version
+# <version> may be `primary`.
+#
+# The one list of supported runtimes. The primary one is the release the patched runtime is built
+# from (NODE_VERSION of tools/patched-node/versions.env, part of that runtime's cache key, so it is
+# named there and only read here): its stock build is the baseline of every patched-vs-stock
+# comparison, and the addon that both load is built against its headers.
 set -euo pipefail
 
-SUPPORTED_VERSIONS=(22.22.2 24.22.3 26.12.1)
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PRIMARY_VERSION="$(sed -n 's/^NODE_VERSION=//p' "$REPO/tools/patched-node/versions.env")"
+if [[ -z $PRIMARY_VERSION ]]; then
+  echo "runtimes: no NODE_VERSION in tools/patched-node/versions.env" >&2
+  exit 1
+fi
+SUPPORTED_VERSIONS=("$PRIMARY_VERSION" 24.22.3 26.12.1)
 CACHE_DIR="${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}/runtimes"
 
 log() { echo "runtimes: $*" >&2; }
@@ -45,25 +58,35 @@ install_runtime() {
   log "installed $("$dir/bin/node" --version) at $dir"
 }
 
+# A version argument: `primary` stands for the primary version.
+version_arg() {
+  local version="${1:?usage: runtimes.sh $2 <version>}"
+  if [[ $version == primary ]]; then version="$PRIMARY_VERSION"; fi
+  echo "$version"
+}
+
 case "${1:-all}" in
   all)
     for v in "${SUPPORTED_VERSIONS[@]}"; do install_runtime "$v"; done
     ;;
   path)
-    version="${2:?usage: runtimes.sh path <version>}"
+    version="$(version_arg "${2:-}" path)"
     install_runtime "$version"
     runtime_dir "$version"
     ;;
   bin)
-    version="${2:?usage: runtimes.sh bin <version>}"
+    version="$(version_arg "${2:-}" bin)"
     install_runtime "$version"
     echo "$(runtime_dir "$version")/bin"
     ;;
   list)
     printf '%s\n' "${SUPPORTED_VERSIONS[@]}"
     ;;
+  primary)
+    echo "$PRIMARY_VERSION"
+    ;;
   *)
-    echo "usage: $0 [all | path <version> | bin <version> | list]" >&2
+    echo "usage: $0 [all | path <version> | bin <version> | list | primary]" >&2
     exit 2
     ;;
 esac

@@ -19,13 +19,17 @@ export REPO
 export HEAP_LABELS_CACHE="${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}"
 cd "$REPO"
 
-# name|node version|NODE_OPTIONS for the tests. Append entries to test more runtimes.
-RUNTIMES=(
-  "node22|22.22.2|"
-  "node22-acf|22.22.2|--experimental-async-context-frame"
-  "node24|24.22.3|"
-  "node26|26.12.1|"
-)
+# name|node version|NODE_OPTIONS for the tests: every runtime scripts/runtimes.sh supports (add
+# versions there), named by its major version, and the primary one (Node.js 22, where
+# AsyncContextFrame is off by default) once more with it on.
+PRIMARY="$(bash scripts/runtimes.sh primary)" || exit 1
+RUNTIMES=()
+while read -r version; do
+  RUNTIMES+=("node${version%%.*}|$version|")
+  if [[ $version == "$PRIMARY" ]]; then
+    RUNTIMES+=("node${version%%.*}-acf|$version|--experimental-async-context-frame")
+  fi
+done < <(bash scripts/runtimes.sh list)
 
 # Debian packages the tests (and later steps) need: command -> package.
 APT_NEEDS=(
@@ -87,7 +91,7 @@ ensure_node_modules() {
     return 0
   fi
   log "installing the devDependencies (npm ci)"
-  bin="$(bash scripts/runtimes.sh bin 22.22.2)" || return 1
+  bin="$(bash scripts/runtimes.sh bin primary)" || return 1
   PATH="$bin:$PATH" npm ci --no-audit --no-fund --loglevel=error
 }
 
@@ -100,7 +104,7 @@ runtime_bin() { bash scripts/runtimes.sh bin "$1"; }
 rust_checks() {
   # cpp/ is compiled against one runtime's headers for the Rust-only checks.
   local include
-  include="$(bash scripts/runtimes.sh path 22.22.2)/include/node" || return 1
+  include="$(bash scripts/runtimes.sh path primary)/include/node" || return 1
   HEAP_LABELS_NODE_INCLUDE="$include" bash -c '
     set -e
     cargo fmt --all --check

@@ -51,7 +51,7 @@ echo "patched runtime: $patched ($("$patched" --version))"
 status=0
 tools/patched-node/test-patch.sh || status=1
 
-stock_bin=$(bash scripts/runtimes.sh bin 22.22.2) || exit 1
+stock_bin=$(bash scripts/runtimes.sh bin primary) || exit 1
 (
   # The addon is built once, against the stock npm package's headers, and loaded by both.
   export PATH="$stock_bin:$PATH"
