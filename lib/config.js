@@ -5,6 +5,7 @@
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
+const session = require('./session-options');
 
 const MAX_U32 = 2 ** 32 - 1;
 
@@ -138,9 +139,22 @@ token.parse = token.check;
 
 // option name -> { env, kind, default (a function of nothing: the cwd is read at start) }
 const OPTIONS = Object.freeze({
-  sampleInterval: { env: 'HEAP_LABELS_SAMPLE_INTERVAL', kind: integer(1, MAX_U32), default: () => 512 * 1024 },
-  stackDepth: { env: 'HEAP_LABELS_STACK_DEPTH', kind: integer(1, 1024), default: () => 64 },
-  maxLabelSets: { env: 'HEAP_LABELS_MAX_LABEL_SETS', kind: integer(1, MAX_U32), default: () => 10000 },
+  // The session's options, with startHeapProfile()'s defaults and ranges.
+  sampleInterval: {
+    env: 'HEAP_LABELS_SAMPLE_INTERVAL',
+    kind: integer(1, session.LIMITS.maxSampleInterval),
+    default: () => session.DEFAULTS.sampleInterval,
+  },
+  stackDepth: {
+    env: 'HEAP_LABELS_STACK_DEPTH',
+    kind: integer(1, session.LIMITS.maxStackDepth),
+    default: () => session.DEFAULTS.stackDepth,
+  },
+  maxLabelSets: {
+    env: 'HEAP_LABELS_MAX_LABEL_SETS',
+    kind: integer(1, session.LIMITS.maxLabelSets),
+    default: () => session.DEFAULTS.maxLabelSets,
+  },
   dir: { env: 'HEAP_LABELS_DIR', kind: directory, default: () => process.cwd() },
   keep: { env: 'HEAP_LABELS_KEEP', kind: integer(1, 100000), default: () => 10 },
   signal: { env: 'HEAP_LABELS_SIGNAL', kind: signal, default: () => 'SIGUSR2' },

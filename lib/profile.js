@@ -3,18 +3,7 @@
 
 const { native } = require('./native');
 const { internPairs, labelsOfSets } = require('./labels');
-
-const DEFAULTS = Object.freeze({
-  sampleInterval: 512 * 1024,
-  stackDepth: 64,
-  includeObjectsCollectedByMajorGC: false,
-  includeObjectsCollectedByMinorGC: false,
-  trackAllocations: false,
-  maxLabelSets: 10000,
-});
-const MAX_SAMPLE_INTERVAL = 2 ** 32 - 1;
-const MAX_STACK_DEPTH = 1024;
-const MAX_LABEL_SETS = 2 ** 32 - 1;
+const { DEFAULTS, LIMITS } = require('./session-options');
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
@@ -49,8 +38,8 @@ function validateOptions(options) {
   }
   const pick = (name) => (options[name] === undefined ? DEFAULTS[name] : options[name]);
   return {
-    sampleInterval: checkInteger('sampleInterval', pick('sampleInterval'), 1, MAX_SAMPLE_INTERVAL),
-    stackDepth: checkInteger('stackDepth', pick('stackDepth'), 1, MAX_STACK_DEPTH),
+    sampleInterval: checkInteger('sampleInterval', pick('sampleInterval'), 1, LIMITS.maxSampleInterval),
+    stackDepth: checkInteger('stackDepth', pick('stackDepth'), 1, LIMITS.maxStackDepth),
     includeObjectsCollectedByMajorGC: checkBoolean(
       'includeObjectsCollectedByMajorGC',
       pick('includeObjectsCollectedByMajorGC'),
@@ -60,7 +49,7 @@ function validateOptions(options) {
       pick('includeObjectsCollectedByMinorGC'),
     ),
     trackAllocations: checkBoolean('trackAllocations', pick('trackAllocations')),
-    maxLabelSets: checkInteger('maxLabelSets', pick('maxLabelSets'), 1, MAX_LABEL_SETS),
+    maxLabelSets: checkInteger('maxLabelSets', pick('maxLabelSets'), 1, LIMITS.maxLabelSets),
   };
 }
 

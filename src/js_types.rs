@@ -18,8 +18,19 @@ pub struct NativeStartOptions {
     pub max_label_sets: u32,
 }
 
-/// The deepest stack V8 records on request (lib/profile.js documents the same limit).
-const MAX_STACK_DEPTH: u32 = 1024;
+/// The deepest stack a session records.
+pub const MAX_STACK_DEPTH: u32 = 1024;
+
+/// The ranges of the session options that have one, and the label-set cap a registry has before
+/// any session sets it: defined here once; lib/ checks user options against them (and
+/// `startAgent`'s, and the `HEAP_LABELS_*` variables') and names them in its errors.
+#[napi(object)]
+pub struct NativeSessionLimits {
+    pub max_sample_interval: f64,
+    pub max_stack_depth: u32,
+    pub max_label_sets: f64,
+    pub default_max_label_sets: u32,
+}
 
 impl TryFrom<NativeStartOptions> for SessionOptions {
     type Error = Error;

@@ -33,7 +33,7 @@ use napi_derive::napi;
 use crate::bridge::ffi;
 use crate::error::Error;
 use crate::js_profile::NativeProfile;
-use crate::js_types::{NativeCapabilities, NativeStartOptions, NativeStats};
+use crate::js_types::{NativeCapabilities, NativeSessionLimits, NativeStartOptions, NativeStats};
 use crate::state::isolate_state;
 use crate::state::SessionOptions;
 
@@ -88,6 +88,17 @@ fn write_set_key(set_key: &mut Float64Array, key: Option<labels::SetKey>) -> err
     };
     (*id, *generation) = key.map_or((-1.0, 0.0), |k| (f64::from(k.id), k.generation as f64));
     Ok(())
+}
+
+/// Signature: `() => NativeSessionLimits`.
+#[napi]
+pub fn session_limits() -> NativeSessionLimits {
+    NativeSessionLimits {
+        max_sample_interval: f64::from(u32::MAX),
+        max_stack_depth: js_types::MAX_STACK_DEPTH,
+        max_label_sets: f64::from(u32::MAX),
+        default_max_label_sets: heap_labels_core::DEFAULT_MAX_SETS as u32,
+    }
 }
 
 /// Signature: `(keys: string[], values: string[]) => object` - interns the pairs and returns a new
