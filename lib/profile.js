@@ -71,13 +71,6 @@ function readOptions(options) {
 // Label-set id of an unlabeled sample in the native sample columns (u32::MAX).
 const NO_LABEL_SET = 0xffffffff;
 
-// The labels of a native byLabel group: a set of the read (by id), one key's value, or none.
-function groupLabels(group, sets) {
-  if (group.labelSet !== undefined && group.labelSet !== null) return sets[group.labelSet];
-  if (group.key !== undefined && group.key !== null) return internPairs([group.key], [group.value]);
-  return UNLABELED;
-}
-
 // The public view of one read of the profile. Labels are the interned frozen objects: the read
 // names its label sets by id, and lib/labels.js knows the labels of most by their keys (strings
 // cross only for the others). The native copy behind it is reported to V8 as external memory (so
@@ -128,19 +121,20 @@ class AllocationProfile {
     if (key !== undefined && (typeof key !== 'string' || key.length === 0)) {
       throw new TypeError('heap-labels: byLabel: key must be a non-empty string or undefined');
     }
-    return this.#native.byLabel(key).map((g) => {
-      const group = {
-        labels: groupLabels(g, this.#sets),
-        bytes: g.bytes,
-        objects: g.objects,
-        externalBytes: g.externalBytes,
-      };
+    const c = this.#native.byLabel(key);
+    const groups = new Array(c.bytes.length);
+    for (let i = 0; i < groups.length; i++) {
+      let labels = UNLABELED;
+      if (c.labelSets[i] !== NO_LABEL_SET) labels = this.#sets[c.labelSets[i]];
+      else if (typeof c.values[i] === 'string') labels = internPairs([key], [c.values[i]]);
+      const group = { labels, bytes: c.bytes[i], objects: c.objects[i], externalBytes: c.externalBytes[i] };
       if (this.hasAllocations) {
-        group.allocatedBytes = g.allocatedBytes;
-        group.allocatedObjects = g.allocatedObjects;
+        group.allocatedBytes = c.allocatedBytes[i];
+        group.allocatedObjects = c.allocatedObjects[i];
       }
-      return group;
-    });
+      groups[i] = group;
+    }
+    return groups;
   }
 
   toPprof() {

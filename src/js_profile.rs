@@ -6,7 +6,7 @@
 use std::cell::OnceCell;
 use std::sync::Arc;
 
-use heap_labels_core::{heapprofile, pprof, GroupLabels, LabelSet};
+use heap_labels_core::{heapprofile, pprof, GroupLabels, LabelGroup, LabelSet};
 use napi::bindgen_prelude::{Buffer, Float64Array, ObjectFinalize, Uint32Array};
 use napi::Env;
 use napi_derive::napi;
@@ -59,20 +59,21 @@ pub struct NativeSampleColumns {
 /// upwards (0 is the overflow set) and never reach it (`heap_labels_core::MAX_ID`).
 pub const NO_LABEL_SET: u32 = u32::MAX;
 
-/// One group of `byLabel`: a label set's (`labelSet`, its id), one key's value (`key`/`value`), or
-/// the unlabeled samples (none of these).
+/// The groups of `byLabel`, largest first, as columns (index-aligned): 10k groups cross as a few
+/// buffers and one array of strings instead of 10k objects. A group is a label set of the read
+/// (`labelSets[i]` its id), one value of the grouping key (`values[i]`), or the unlabeled samples
+/// (`labelSets[i]` is `NO_LABEL_SET` and `values[i]` null).
 #[napi(object)]
-pub struct NativeGroup {
-    pub label_set: Option<u32>,
-    pub key: Option<String>,
-    pub value: Option<String>,
-    pub bytes: f64,
-    pub objects: f64,
-    pub external_bytes: f64,
-    /// Estimated bytes and objects allocated in the read's window, live or dead; absent when the
+pub struct NativeGroupColumns {
+    pub label_sets: Uint32Array,
+    pub values: Vec<Option<String>>,
+    pub bytes: Float64Array,
+    pub objects: Float64Array,
+    pub external_bytes: Float64Array,
+    /// Estimated bytes and objects allocated in the read's window, live or dead; empty when the
     /// profile has no allocation figures.
-    pub allocated_bytes: Option<f64>,
-    pub allocated_objects: Option<f64>,
+    pub allocated_bytes: Float64Array,
+    pub allocated_objects: Float64Array,
 }
 
 /// External bytes of one label set (`labelSet` absent: the unlabeled total).
@@ -254,33 +255,46 @@ impl NativeProfile {
         })
     }
 
-    /// Signature: `(key?: string) => NativeGroup[]` - estimates per label set or per value of
-    /// `key`, largest first.
+    /// Signature: `(key?: string) => NativeGroupColumns` - estimates per label set or per value
+    /// of `key`, largest first.
     #[napi]
-    pub fn by_label(&self, env: Env, key: Option<String>) -> napi::Result<Vec<NativeGroup>> {
+    pub fn by_label(&self, env: Env, key: Option<String>) -> napi::Result<NativeGroupColumns> {
         with_read(&env, self, |read| {
-            let with_allocations = read.profile.allocations.is_some();
-            read.profile
-                .by_label(key.as_deref())
-                .into_iter()
-                .map(|group| {
-                    let (label_set, key, value) = match group.labels {
-                        GroupLabels::Unlabeled => (None, None, None),
-                        GroupLabels::Set(set) => (Some(set.id()), None, None),
-                        GroupLabels::Value { key, value } => (None, Some(key), Some(value)),
-                    };
-                    NativeGroup {
-                        label_set,
-                        key,
-                        value,
-                        bytes: group.bytes,
-                        objects: group.objects,
-                        external_bytes: group.external_bytes as f64,
-                        allocated_bytes: with_allocations.then_some(group.allocated_bytes),
-                        allocated_objects: with_allocations.then_some(group.allocated_objects),
-                    }
-                })
-                .collect()
+            let groups = read.profile.by_label(key.as_deref());
+            let column = |f: fn(&LabelGroup) -> f64| -> Float64Array {
+                Float64Array::new(groups.iter().map(f).collect())
+            };
+            let (allocated_bytes, allocated_objects) = if read.profile.allocations.is_some() {
+                (
+                    column(|g| g.allocated_bytes),
+                    column(|g| g.allocated_objects),
+                )
+            } else {
+                (Float64Array::new(Vec::new()), Float64Array::new(Vec::new()))
+            };
+            NativeGroupColumns {
+                label_sets: Uint32Array::new(
+                    groups
+                        .iter()
+                        .map(|g| match &g.labels {
+                            GroupLabels::Set(set) => set.id(),
+                            _ => NO_LABEL_SET,
+                        })
+                        .collect(),
+                ),
+                values: groups
+                    .iter()
+                    .map(|g| match &g.labels {
+                        GroupLabels::Value { value, .. } => Some(value.clone()),
+                        _ => None,
+                    })
+                    .collect(),
+                bytes: column(|g| g.bytes),
+                objects: column(|g| g.objects),
+                external_bytes: column(|g| g.external_bytes as f64),
+                allocated_bytes,
+                allocated_objects,
+            }
         })
     }
 
