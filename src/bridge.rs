@@ -56,8 +56,10 @@ pub mod ffi {
         /// V8's count, already scaled by 1 / (1 - exp(-size / interval)) and rounded.
         count: u32,
         sample_id: u64,
-        /// Label word V8 stored with the sample (`Arc<LabelSet>` as usize, one strong ref owned by
-        /// V8); 0 when unlabeled or on a stock runtime.
+        /// Label word V8 stored with the sample; 0 when unlabeled or on a stock runtime. Like
+        /// every word of a `RawProfile`, it owns one strong reference: whoever fills a
+        /// `RawProfile` takes it (cpp/sampling.cc `CopySamples`, while V8's sample still holds its
+        /// own), and the model adopts it (`model::labels_of_word`), on whichever thread it is built.
         label_word: usize,
         /// False for a sample of a collected object that the include-collected flags kept, on
         /// runtimes whose V8 says so (`Sample::is_live`, Node.js 26); true otherwise.
