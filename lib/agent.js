@@ -13,7 +13,7 @@ const { performance } = require('node:perf_hooks');
 const { native } = require('./native');
 const { startHeapProfile, sessionOf } = require('./profile');
 const { capabilities } = require('./capabilities');
-const { counters } = require('./counters');
+const { counters, createCountersReader } = require('./counters');
 const { fromOptions } = require('./config');
 const { createHeapProfileHandler, HEAP_PATH } = require('./endpoint');
 const { GrowthWatch, formatEpisode, formatSection } = require('./growth');
@@ -35,6 +35,7 @@ class Agent {
   #dumping; // the dump in flight (signals during it are coalesced)
   #watch; // the GrowthWatch, when watchInterval > 0
   #watchTimer;
+  #watchCounters; // its counters reader
   #stopped = false;
 
   constructor(options) {
@@ -204,13 +205,16 @@ class Agent {
       minGrowthPercent: options.watchMinGrowthPercent,
       maxSeries: options.maxLabelSets + 2,
     });
+    // A counters reader of its own, so that its snapshots never end a metrics adapter's or the
+    // app's external-peak period (lib/counters.js).
+    this.#watchCounters = createCountersReader();
     this.#watchTimer = setInterval(() => this.#snapshot(), options.watchInterval * 1000);
     this.#watchTimer.unref();
   }
 
   #snapshot() {
     try {
-      for (const entry of this.#watch.observe(counters())) log(formatEpisode(entry, this.#options.watchInterval));
+      for (const entry of this.#watch.observe(this.#watchCounters())) log(formatEpisode(entry, this.#options.watchInterval));
     } catch (err) {
       // Never into the app: say so once and stop watching.
       log(`growth watch stopped: ${err.message}`);
@@ -222,6 +226,7 @@ class Agent {
     if (this.#watchTimer !== undefined) clearInterval(this.#watchTimer);
     this.#watchTimer = undefined;
     this.#watch = undefined;
+    this.#watchCounters = undefined; // its pending peaks go with it (a weak entry among the readers)
   }
 
   #growthSection() {

@@ -39,14 +39,76 @@ function readColumns() {
   return { ...read, ...c };
 }
 
-// { sampleInterval, perSetSamples, groups: [{ labels, heapBytes, samples, externalBytes,
-// externalPeakBytes }] }: one group per label set with live samples or external bytes, the
-// overflow set's group when it has any, and always the unlabeled group (labels {}). On stock
-// runtimes (perSetSamples false) samples are not counted: the unlabeled group's heapBytes is V8's
-// used heap size and its samples 0.
-function counters() {
-  return fromColumns(readColumns());
+// Readers of the counters. The addon keeps one external-peak period per set and ends it at every
+// native read; with several readers (labelCounters(), each metrics adapter, the agent's growth
+// watch) each would see only the peaks since anybody's last read, and a scrape after a watch
+// snapshot would miss a spike between the two. So each reader has a period of its own: every
+// native read hands the peaks it ended to the other live readers, which keep, per label set, the
+// highest one not yet reported to them (only peaks above the current bytes: the new period starts
+// at the current bytes, so the next native read sees those). Bounded: an entry per label set with
+// such a peak, and it goes at the reader's next read.
+class PeakPeriod {
+  pending = new Map(); // labels -> highest peak ended by other readers' reads since this one's last
+  unlabeled = 0;
+
+  note(labels, peak) {
+    if (peak > (this.pending.get(labels) ?? 0)) this.pending.set(labels, peak);
+  }
 }
+
+const readers = new Set(); // WeakRef(PeakPeriod) of the live readers
+const forgetReader = new FinalizationRegistry((ref) => readers.delete(ref));
+
+// A reader: a function returning counters() results whose externalPeakBytes cover the time since
+// this reader's previous call (its first: since the read before it).
+function createCountersReader() {
+  const own = new PeakPeriod();
+  const ref = new WeakRef(own);
+  readers.add(ref);
+  forgetReader.register(own, ref);
+  return () => readFor(own);
+}
+
+function readFor(own) {
+  const result = fromColumns(readColumns());
+  const groups = result.groups;
+  const unlabeled = groups.at(-1);
+  for (const ref of readers) {
+    const other = ref.deref();
+    if (other === undefined || other === own) continue;
+    for (const g of groups) {
+      if (g === unlabeled) {
+        if (g.externalPeakBytes > g.externalBytes) other.unlabeled = Math.max(other.unlabeled, g.externalPeakBytes);
+      } else if (g.externalPeakBytes > g.externalBytes) {
+        other.note(g.labels, g.externalPeakBytes);
+      }
+    }
+  }
+  if (own.pending.size > 0) {
+    for (const g of groups) {
+      const peak = own.pending.get(g.labels);
+      if (peak === undefined) continue;
+      if (peak > g.externalPeakBytes) g.externalPeakBytes = peak;
+      own.pending.delete(g.labels);
+    }
+    // Sets whose bytes are all gone by now still had their peak in this reader's period.
+    for (const [labels, peak] of own.pending) {
+      groups.splice(groups.length - 1, 0, { labels, heapBytes: 0, samples: 0, externalBytes: 0, externalPeakBytes: peak });
+    }
+    own.pending.clear();
+  }
+  if (own.unlabeled > unlabeled.externalPeakBytes) unlabeled.externalPeakBytes = own.unlabeled;
+  own.unlabeled = 0;
+  return result;
+}
+
+// { sampleInterval, perSetSamples, groups: [{ labels, heapBytes, samples, externalBytes,
+// externalPeakBytes }] }: one group per label set with live samples, external bytes or an
+// external peak since the caller's previous read, the overflow set's group when it has any, and
+// always the unlabeled group (labels {}), last. On stock runtimes (perSetSamples false) samples
+// are not counted: the unlabeled group's heapBytes is V8's used heap size and its samples 0. The
+// reader of labelCounters() (and of agent.counters()).
+const counters = createCountersReader();
 
 // The result of counters() from the columns of one native read (typed arrays, `rows` rows, one
 // per set: no JS object per row crosses from the addon). Split out for the benchmark, which
@@ -80,4 +142,4 @@ function fromColumns(c) {
   return { sampleInterval: interval, perSetSamples: c.perSetSamples, groups };
 }
 
-module.exports = { counters, readColumns, fromColumns };
+module.exports = { counters, createCountersReader, readColumns, fromColumns };

@@ -307,7 +307,7 @@ export interface LabelCounterGroup {
   samples: number;
   /** ArrayBuffer/Buffer bytes currently charged to the set. */
   externalBytes: number;
-  /** Highest `externalBytes` since the previous read. */
+  /** Highest `externalBytes` since this reader's previous read (each metrics adapter, the growth watch and `labelCounters()` have their own periods). */
   externalPeakBytes: number;
 }
 

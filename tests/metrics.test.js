@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const http = require('node:http');
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
-const { root } = require('./helpers');
+const { root, runFixture } = require('./helpers');
 const hl = require('../lib');
 const { registerPrometheus } = require('heap-labels/prometheus');
 const { registerOpenTelemetry } = require('heap-labels/opentelemetry');
@@ -90,6 +90,20 @@ test('labelCounters: external bytes per label and their peak (patched runtime)',
   } finally {
     handle.stop();
   }
+});
+
+test('labelCounters: each reader has its own external-peak period; a prom-client scrape sees the peak another read ended (patched runtime)', { skip: !caps.externalBytes && 'external bytes per label need the patched runtime' }, () => {
+  const run = runFixture('counter-readers.js', { nodeArgs: ['--expose-gc'] });
+  assert.equal(run.status, 0, run.stderr);
+  const out = run.json;
+  const MB4 = 4 << 20;
+  assert.ok(out.watchAtPeak >= MB4, JSON.stringify(out));
+  assert.equal(out.bytesAfterFree, 0, 'the buffer is freed');
+  // The scrape's period began before the buffer: it reports its peak, although two other reads
+  // ended the addon's periods since and the set holds no bytes now.
+  assert.ok(out.scrapedPeak >= MB4, `the scrape sees the peak: ${JSON.stringify(out)}`);
+  // Once: the next scrape's period starts after it.
+  assert.ok(out.nextScrapedPeak < MB4, `a peak is reported to a reader once: ${JSON.stringify(out)}`);
 });
 
 // A registry served the way an app exposes /metrics, scraped over HTTP.
