@@ -147,8 +147,8 @@ async function main() {
   const after = snapshot(t0);
   await agent.stop();
   await settle();
-  // A metrics scraper keeps reading after the session stopped: the counters' cache of the latest
-  // read's label objects (lib/counters.js) then lets the last sets go too.
+  // A metrics scraper keeps reading after the session stopped: V8 released every sample at stop,
+  // so that read finds no set with a row, and stats() below prunes the table back.
   hl.labelCounters();
   await settle();
   const afterStop = hl.stats().labelSets;
