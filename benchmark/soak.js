@@ -132,9 +132,11 @@ async function main() {
   // Two reads: the first still reports the sets whose external bytes peaked in the last period
   // (and so keeps their labels for one read), the second lets them go. What the second still
   // reports is held rightly: a sampled object that is still alive keeps the set it was allocated
-  // under (V8's own long-lived objects made during a request, e.g. feedback vectors, optimized code
-  // or lazily compiled bytecode, are sampled like any other), so while the agent runs the table may
-  // hold those sets and no others.
+  // under, so while the agent runs the table may hold those sets and no others. Seen (2026-12-02,
+  // the stacks of such samples after the same workload): the hash table of the workload's own
+  // long-lived `cache` Map, which `Map.prototype.set` reallocated while it grew inside a labeled
+  // request, so it is attributed to that request's labels for as long as the Map keeps it. Objects
+  // V8 makes lazily during a request (feedback vectors, code) are sampled the same way.
   hl.labelCounters();
   // The table counts interned sets: neither the unlabeled group nor the overflow set is one.
   const heldByLiveData = hl.labelCounters().groups.filter(
