@@ -97,6 +97,7 @@ class Agent {
       labeled: this.#labeled,
       dir: this.#options.dir,
       keep: this.#options.keep,
+      summaryAppendix: this.#growthSection(),
     });
     const pauseMs = performance.now() - started;
     const result = await pending;
@@ -122,10 +123,9 @@ class Agent {
       labeled: this.#labeled,
       pprof: format === 'pprof',
       summary: format === 'summary',
+      summaryAppendix: format === 'summary' ? this.#growthSection() : undefined,
     });
-    if (format === 'pprof') return result.pprof;
-    // The summary is made natively (core/src/summary.rs); the growth section is the watch's, in JS.
-    return this.#watch === undefined ? result.summary : result.summary + this.#growthSection();
+    return format === 'pprof' ? result.pprof : result.summary;
   }
 
   // The label sets the growth watch flags now (see lib/growth.js): [{ labels, periods, since,
@@ -229,7 +229,10 @@ class Agent {
     this.#watchCounters = undefined; // its pending peaks go with it (a weak entry among the readers)
   }
 
+  // The summary is made natively (core/src/summary.rs); the growth section (the watch's, made here)
+  // is appended to it, in dump files as in memory. Undefined when the watch is off.
   #growthSection() {
+    if (this.#watch === undefined) return undefined;
     const o = this.#options;
     return formatSection(this.#watch.growth(), {
       interval: o.watchInterval,

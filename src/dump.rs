@@ -47,6 +47,8 @@ pub struct NativeDumpOptions {
     /// In-memory results: `pprof`, `summary` or both (default both).
     pub pprof: Option<bool>,
     pub summary: Option<bool>,
+    /// Text appended to the summary, file or in memory (lib/'s growth-watch section).
+    pub summary_appendix: Option<String>,
 }
 
 /// What a dump produced.
@@ -74,6 +76,7 @@ pub struct DumpTask {
     reason: String,
     labeled: bool,
     time_nanos: i64,
+    summary_appendix: String,
 }
 
 /// The result of `DumpTask::compute`, before it becomes JS values.
@@ -103,10 +106,11 @@ impl Task for DumpTask {
             labeled: self.labeled,
         };
         let samples = profile.samples.len();
+        let summary_text = || summary::render(profile, &info) + &self.summary_appendix;
         match &self.target {
             Target::Files { dir, keep } => {
                 let pprof = pprof::encode_with(profile, &read.encode_options);
-                let text = summary::render(profile, &info);
+                let text = summary_text();
                 let stem = dump::stem(self.time_nanos, info.pid, next_sequence(), None);
                 let paths = dump::write(dir, &stem, &pprof, &text).map_err(|e| {
                     napi::Error::from_reason(format!(
@@ -134,7 +138,7 @@ impl Task for DumpTask {
                 paths: None,
                 removed: Vec::new(),
                 pprof: want_pprof.then(|| pprof::encode_with(profile, &read.encode_options)),
-                summary: want_summary.then(|| summary::render(profile, &info)),
+                summary: want_summary.then(summary_text),
                 samples,
             }),
         }
@@ -182,6 +186,7 @@ pub fn dump_profile(
             reason: options.reason,
             labeled: options.labeled,
             time_nanos,
+            summary_appendix: options.summary_appendix.unwrap_or_default(),
         }))
     };
     run().map_err(|e| e.throw(&env))

@@ -250,6 +250,30 @@ test('agent.growth() and the summary\'s growth section; off by default', async (
   void kept;
 });
 
+test('a dump\'s summary file ends with the growth section when the watch is on, and has none when it is off', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-growth-dump-'));
+  try {
+    for (const watchInterval of [0, 0.1]) {
+      const agent = await hl.startAgent({ signal: 'off', nearHeapLimit: 0, dir, watchInterval, watchPeriods: 3 });
+      try {
+        if (watchInterval > 0) await sleep(250); // a few snapshots
+        const { summaryPath } = await agent.dump({ reason: 'test' });
+        const text = fs.readFileSync(summaryPath, 'utf8');
+        assert.match(text, /^# heap-labels per-label summary\n# reason: test\n/);
+        if (watchInterval > 0) {
+          assert.match(text, /\n# growth: a snapshot every 0\.1 s, flagged after 3 increases.*\n# growth: none flagged\n$/);
+        } else {
+          assert.doesNotMatch(text, /# growth/);
+        }
+      } finally {
+        await agent.stop();
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 // --- an app with the preload ------------------------------------------------------------------------
 
 test('preload: /leak is flagged once on stderr and in ?debug=1, /ok is not; the app keeps serving', async () => {
