@@ -72,17 +72,15 @@ function createCountersReader() {
 function readFor(own) {
   const result = fromColumns(readColumns());
   const groups = result.groups;
-  const unlabeled = groups.at(-1);
+  const unlabeled = groups.pop(); // always last; put back below
+  // The peaks this read ended above the current bytes, once, for every other reader.
+  const ended = groups.filter((g) => g.externalPeakBytes > g.externalBytes);
+  const unlabeledEnded = unlabeled.externalPeakBytes > unlabeled.externalBytes ? unlabeled.externalPeakBytes : 0;
   for (const ref of readers) {
     const other = ref.deref();
     if (other === undefined || other === own) continue;
-    for (const g of groups) {
-      if (g === unlabeled) {
-        if (g.externalPeakBytes > g.externalBytes) other.unlabeled = Math.max(other.unlabeled, g.externalPeakBytes);
-      } else if (g.externalPeakBytes > g.externalBytes) {
-        other.note(g.labels, g.externalPeakBytes);
-      }
-    }
+    for (const g of ended) other.note(g.labels, g.externalPeakBytes);
+    other.unlabeled = Math.max(other.unlabeled, unlabeledEnded);
   }
   if (own.pending.size > 0) {
     for (const g of groups) {
@@ -93,12 +91,13 @@ function readFor(own) {
     }
     // Sets whose bytes are all gone by now still had their peak in this reader's period.
     for (const [labels, peak] of own.pending) {
-      groups.splice(groups.length - 1, 0, { labels, heapBytes: 0, samples: 0, externalBytes: 0, externalPeakBytes: peak });
+      groups.push({ labels, heapBytes: 0, samples: 0, externalBytes: 0, externalPeakBytes: peak });
     }
     own.pending.clear();
   }
   if (own.unlabeled > unlabeled.externalPeakBytes) unlabeled.externalPeakBytes = own.unlabeled;
   own.unlabeled = 0;
+  groups.push(unlabeled);
   return result;
 }
 

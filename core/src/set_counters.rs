@@ -3,7 +3,8 @@
 //! Every [`LabelSet`](crate::LabelSet) has a slot here: its live samples (captured and not yet
 //! released by V8 on the patched runtime), its external (ArrayBuffer) bytes and their peak since the
 //! previous read, and the slot's generation (how many sets have had it), which together with the
-//! set's id names the set for ever: ids are handed out again, (id, generation) pairs never are. The slots of a registry sit side by side in fixed chunks, indexed by set id, so
+//! set's id names the set for ever: ids are handed out again, (id, generation) pairs never are.
+//! The slots of a registry sit side by side in fixed chunks, indexed by set id, so
 //! that `labelCounters()` reads 10k sets as one sequential scan of a few hundred KiB instead of
 //! chasing a pointer per set through the intern table into each set's own allocation.
 //!
