@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Builds one V8 line with heap-labels' patch series on V8 alone (no Node.js), and its gtests.
+#
+#   tools/v8-only/build.sh <line> [--test [gtest args...]] [--jobs N] [--print-test-path]
+#   tools/v8-only/build.sh <line> --has-compiler-cache
+#   tools/v8-only/build.sh --lines          the lines that have a series (v8-patches/<line>/)
+#
+# <line> is a V8 line of lines.env (13.6, 14.6, 15.2). The source is the V8 tree of the `v8` crate of
+# crates.io (fetched with cargo, checked against lines.env's sha256), built with V8's own gn files and
+# Chromium's build/ config, with gcc 12 and libstdc++ (args.gn). Debian bookworm's gn (2022-12) is older
+# than these trees: gn-compat.patch removes the few calls of path_exists() it lacks (all about Google's
+# corporate machines, siso and sysroots, none about what is built). BUILD.gn replaces the crate's root
+# build file with the series' gtest executable.
+#
+# The tree lives in $HEAP_LABELS_CACHE/v8-only/<line>/ (a git checkout of the pristine crate: a change of
+# the series restores the files it touched and applies the new one, so ninja rebuilds only what changed).
+# Every compile goes through ccache ($HEAP_LABELS_CACHE/ccache-v8). Compile lines hold no absolute path,
+# so a cache made in one location hits in any other. A cold build is about 2 hours on 2 cores; with a
+# warm cache, minutes.
+#
+# Progress goes to stderr; --print-test-path prints the gtest binary's path on stdout.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+# shellcheck source=lines.env
+source "$here/lines.env"
+
+log() { echo "[v8-only] $*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# The lines with a patch series in the repository, in lines.env's order.
+series_lines() {
+  local line
+  for line in $V8_LINES; do
+    if compgen -G "$repo/v8-patches/$line/*.patch" >/dev/null; then echo "$line"; fi
+  done
+}
+
+if [ "${1:-}" = "--lines" ]; then series_lines; exit 0; fi
+line=${1:-}
+[ -n "$line" ] || die "usage: $0 <line> [--test] [--jobs N] [--print-test-path] (lines: $V8_LINES)"
+shift
+var=${line//./_}
+crate_version_var="V8_${var}_CRATE"
+crate_sha_var="V8_${var}_CRATE_SHA256"
+crate_version=${!crate_version_var:-}
+crate_sha=${!crate_sha_var:-}
+[ -n "$crate_version" ] || die "unknown V8 line '$line' (lines.env knows: $V8_LINES)"
+series="$repo/v8-patches/$line"
+compgen -G "$series/*.patch" >/dev/null || die "no patch series in v8-patches/$line/"
+
+run_test=0
+print_test=0
+has_cache=0
+jobs=$(nproc)
+test_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --test) run_test=1; shift; test_args=("$@"); break ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --print-test-path) print_test=1; shift ;;
+    --has-compiler-cache) has_cache=1; shift ;;
+    *) die "unknown argument: $1" ;;
+  esac
+done
+
+cache=${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}
+export CCACHE_DIR="${HEAP_LABELS_V8_CCACHE_DIR:-$cache/ccache-v8}"
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
+if [ "$has_cache" = 1 ]; then
+  [ -n "$(ls -A "$CCACHE_DIR" 2>/dev/null)" ]
+  exit
+fi
+
+ensure_packages() {
+  local missing=() entry
+  for entry in ccache:ccache ninja:ninja-build gn:generate-ninja git:git; do
+    command -v "${entry%%:*}" >/dev/null 2>&1 || missing+=("${entry#*:}")
+  done
+  [ -f /usr/lib/x86_64-linux-gnu/libgtest.a ] || missing+=(libgtest-dev)
+  [ ${#missing[@]} -eq 0 ] && return 0
+  log "installing Debian packages: ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# Prints the path of the crate file, fetched by cargo into its registry cache and checked.
+fetch_crate() {
+  local manifest="$cache/v8-only/fetch-$crate_version"
+  mkdir -p "$manifest/src"
+  printf '[package]\nname = "v8-source-fetch"\nversion = "0.0.0"\nedition = "2021"\n\n[dependencies]\nv8 = "=%s"\n' \
+    "$crate_version" >"$manifest/Cargo.toml"
+  : >"$manifest/src/lib.rs"
+  cargo fetch --quiet --manifest-path "$manifest/Cargo.toml" >&2
+  local crate
+  crate=$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/"v8-$crate_version.crate" 2>/dev/null | head -n1)
+  [ -n "$crate" ] || die "cargo fetched no v8-$crate_version.crate"
+  local got
+  got=$(sha256sum "$crate" | cut -d' ' -f1)
+  [ "$got" = "$crate_sha" ] || die "v8-$crate_version.crate has sha256 $got, lines.env pins $crate_sha"
+  echo "$crate"
+}
+
+git_tree() { git -C "$tree" -c user.name=heap-labels -c user.email=heap-labels@users.noreply.invalid "$@"; }
+
+# The pristine crate as a git checkout, made once per line.
+ensure_tree() {
+  [ -f "$tree/.pristine" ] && return 0
+  local crate tmp
+  crate=$(fetch_crate)
+  log "unpacking $(basename "$crate") into $tree"
+  tmp=$(mktemp -d "$cache/v8-only/.unpack.XXXXXX")
+  tar -xzf "$crate" -C "$tmp" --strip-components=1
+  rm -rf "$tree"
+  mv "$tmp" "$tree"
+  git -C "$tree" init -q
+  # The build directory and this script's markers are not part of the source.
+  printf '/out/\n/.pristine\n/.applied\n' >"$tree/.git/info/exclude"
+  git_tree add -A
+  git_tree commit -q -m "v8 crate $crate_version (pristine)"
+  echo "$crate_version" >"$tree/.pristine"
+}
+
+# Hash of everything that decides the tree's content and compile lines.
+tree_key() {
+  cat "$here/lines.env" "$here/args.gn" "$here/gn-compat.patch" "$here/BUILD.gn" "$0" \
+    "$series"/*.patch "$series"/test/*.cc | sha256sum | cut -c1-16
+}
+
+# Restores the pristine tree (files only: out/ stays) and applies gn-compat, the series and the test
+# files. Restored and patched files get a new mtime, so ninja rebuilds them and nothing else.
+apply_series() {
+  local key=$1 patch
+  log "applying the $line series (key $key)"
+  git_tree checkout -q -- .
+  git_tree clean -fdq
+  git_tree apply "$here/gn-compat.patch"
+  for patch in "$series"/*.patch; do
+    git_tree apply --directory=v8 "$patch" || die "$(basename "$patch") does not apply to v8 $crate_version"
+  done
+  cp "$here/BUILD.gn" "$tree/BUILD.gn"
+  mkdir -p "$tree/heap_labels_test"
+  cp "$series"/test/*.cc "$tree/heap_labels_test/"
+  echo "$key" >"$tree/.applied"
+}
+
+gn_args() { grep -vE '^\s*(#|$)' "$here/args.gn" | tr '\n' ' '; }
+
+ensure_packages
+mkdir -p "$cache/v8-only" "$CCACHE_DIR"
+tree="$cache/v8-only/$line"
+ensure_tree
+key=$(tree_key)
+[ "$(cat "$tree/.applied" 2>/dev/null)" = "$key" ] || apply_series "$key"
+
+out="$tree/out/v8"
+args=$(gn_args)
+if [ ! -f "$out/build.ninja" ] || [ "$(cat "$out/.heap-labels-args" 2>/dev/null)" != "$args" ]; then
+  log "gn gen out/v8"
+  (cd "$tree" && gn gen out/v8 --args="$args" >&2)
+  echo "$args" >"$out/.heap-labels-args"
+fi
+log "building sample_labels_unittest (ninja -j$jobs; compiler cache $CCACHE_DIR)"
+start=$SECONDS
+ninja -C "$out" -j "$jobs" sample_labels_unittest >&2
+log "built in $((SECONDS - start))s ($(ccache -s 2>/dev/null | grep -iE '^ *(hits|misses)' | tr -s ' ' | tr '\n' ';'))"
+
+[ "$print_test" = 1 ] && echo "$out/sample_labels_unittest"
+if [ "$run_test" = 1 ]; then
+  log "running the $line gtests"
+  exec "$out/sample_labels_unittest" "${test_args[@]}"
+fi
