@@ -7,10 +7,10 @@
 #
 # <line> is a V8 line of lines.env (13.6, 14.6, 15.2). The source is the V8 tree of the `v8` crate of
 # crates.io (fetched with cargo, checked against lines.env's sha256), built with V8's own gn files and
-# Chromium's build/ config, with gcc 12 and libstdc++ (args.gn). Debian bookworm's gn (2022-12) is older
-# than these trees: gn-compat.patch removes the few calls of path_exists() it lacks (all about Google's
-# corporate machines, siso and sysroots, none about what is built). BUILD.gn replaces the crate's root
-# build file with the series' gtest executable.
+# Chromium's build/ config, with gcc 12 and libstdc++ (args.gn, plus the line's V8_<line>_GN_ARGS).
+# Debian bookworm's gn (2022-12) is older than these trees: gn_compat.py rewrites the few constructs it
+# lacks (none of them changes a compile line). BUILD.gn replaces the crate's root build file with the
+# series' gtest executable.
 #
 # The tree lives in $HEAP_LABELS_CACHE/v8-only/<line>/ (a git checkout of the pristine crate: a change of
 # the series restores the files it touched and applies the new one, so ninja rebuilds only what changed).
@@ -46,6 +46,8 @@ crate_version_var="V8_${var}_CRATE"
 crate_sha_var="V8_${var}_CRATE_SHA256"
 crate_version=${!crate_version_var:-}
 crate_sha=${!crate_sha_var:-}
+line_args_var="V8_${var}_GN_ARGS"
+line_args=${!line_args_var:-}
 [ -n "$crate_version" ] || die "unknown V8 line '$line' (lines.env knows: $V8_LINES)"
 series="$repo/v8-patches/$line"
 compgen -G "$series/*.patch" >/dev/null || die "no patch series in v8-patches/$line/"
@@ -126,18 +128,18 @@ ensure_tree() {
 
 # Hash of everything that decides the tree's content and compile lines.
 tree_key() {
-  cat "$here/lines.env" "$here/args.gn" "$here/gn-compat.patch" "$here/BUILD.gn" "$0" \
+  cat "$here/lines.env" "$here/args.gn" "$here/gn_compat.py" "$here/BUILD.gn" "$0" \
     "$series"/*.patch "$series"/test/*.cc | sha256sum | cut -c1-16
 }
 
-# Restores the pristine tree (files only: out/ stays) and applies gn-compat, the series and the test
+# Restores the pristine tree (files only: out/ stays) and applies gn_compat.py, the series and the test
 # files. Restored and patched files get a new mtime, so ninja rebuilds them and nothing else.
 apply_series() {
   local key=$1 patch
   log "applying the $line series (key $key)"
   git_tree checkout -q -- .
   git_tree clean -fdq
-  git_tree apply "$here/gn-compat.patch"
+  python3 "$here/gn_compat.py" "$tree" >/dev/null
   for patch in "$series"/*.patch; do
     git_tree apply --directory=v8 "$patch" || die "$(basename "$patch") does not apply to v8 $crate_version"
   done
@@ -147,7 +149,7 @@ apply_series() {
   echo "$key" >"$tree/.applied"
 }
 
-gn_args() { grep -vE '^\s*(#|$)' "$here/args.gn" | tr '\n' ' '; }
+gn_args() { echo "$(grep -vE '^\s*(#|$)' "$here/args.gn" | tr '\n' ' ')$line_args"; }
 
 ensure_packages
 mkdir -p "$cache/v8-only" "$CCACHE_DIR"
