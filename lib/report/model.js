@@ -7,7 +7,7 @@
 const fs = require('node:fs');
 const zlib = require('node:zlib');
 
-// The overflow set's key (core/src/labels.rs): a group of its own, whatever key is grouped by.
+// The overflow set's key (core/src/labels/limits.rs): a group of its own, whatever key is grouped by.
 const OVERFLOW_KEY = 'heap_labels.overflow';
 // Samples without a location: allocated figures whose site did not fit (core "other sites").
 const OTHER_SITES = Object.freeze({ name: '(other sites)', file: '', line: 0 });
