@@ -104,6 +104,14 @@ export interface LabelGroup {
   allocatedObjects?: number;
 }
 
+/** What an OTLP profile says about its sender (see `AllocationProfile.toOtlp`). */
+export interface OtlpOptions {
+  /** The resource's `service.name`; default `OTEL_SERVICE_NAME`, else `unknown_service:<executable>`. */
+  serviceName?: string;
+  /** More resource attributes (at most 64): strings or safe integers; they win over the defaults. */
+  attributes?: Readonly<Record<string, string | number>>;
+}
+
 export interface AllocationProfile {
   /**
    * Whether the profile has allocation figures besides the live heap: a `trackAllocations`
@@ -122,11 +130,20 @@ export interface AllocationProfile {
   byLabel(key?: string): LabelGroup[];
   /** gzip-compressed pprof profile.proto. */
   toPprof(): Buffer;
+  /**
+   * OpenTelemetry profiles: a protobuf-encoded (uncompressed) OTLP `ProfilesData` message
+   * (opentelemetry-proto v1.10.0, profiles v1development) with the same samples as `toPprof()`:
+   * one profile per sample type (`inuse_space` first), each label a sample attribute keyed by the
+   * label's key, and a resource with `service.name` (option `serviceName`, else
+   * `OTEL_SERVICE_NAME`, else `unknown_service:node`), `process.*` and `host.name`, then
+   * `attributes`. The bytes are also a valid `ExportProfilesServiceRequest` (OTLP/HTTP body).
+   */
+  toOtlp(options?: OtlpOptions): Buffer;
   /** DevTools `.heapprofile` JSON object. */
   toHeapProfile(): { head: Node; samples: { size: number; nodeId: number; ordinal: number }[] };
   /**
    * Frees this read's native copy now (otherwise the GC frees it with the object). Idempotent;
-   * afterwards `byLabel`, `toPprof`, `toHeapProfile` and not yet converted `samples`/`head` throw.
+   * afterwards `byLabel`, `toPprof`, `toOtlp`, `toHeapProfile` and not yet converted `samples`/`head` throw.
    */
   [Symbol.dispose](): void;
 }

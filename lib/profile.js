@@ -4,6 +4,7 @@
 const { native } = require('./native');
 const { internPairs, labelsOfSets } = require('./labels');
 const { DEFAULTS, LIMITS } = require('./session-options');
+const { otlpOptions } = require('./otlp');
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
@@ -139,6 +140,12 @@ class AllocationProfile {
 
   toPprof() {
     return this.#native.toPprof();
+  }
+
+  // OTLP profiles (v1development) ProfilesData, protobuf-encoded, uncompressed: the same samples
+  // as toPprof(), one OTLP profile per sample type (lib/otlp.js: the resource).
+  toOtlp(options) {
+    return this.#native.toOtlp(otlpOptions(options, 'toOtlp'));
   }
 
   toHeapProfile() {

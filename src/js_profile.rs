@@ -6,13 +6,14 @@
 use std::cell::OnceCell;
 use std::sync::Arc;
 
-use heap_labels_core::{heapprofile, pprof, GroupLabels, LabelGroup, LabelSet};
+use heap_labels_core::{heapprofile, otlp, pprof, GroupLabels, LabelGroup, LabelSet};
 use napi::bindgen_prelude::{Buffer, Float64Array, ObjectFinalize, Uint32Array};
 use napi::Env;
 use napi_derive::napi;
 
 use crate::error::{Error, Result};
 use crate::model::ReadProfile;
+use crate::otlp::NativeOtlpOptions;
 
 /// A label set as parallel key/value arrays, sorted by key (JavaScript's string order).
 #[napi(object)]
@@ -304,6 +305,18 @@ impl NativeProfile {
         with_read(&env, self, |read| {
             pprof::encode_with(&read.profile, &read.encode_options).into()
         })
+    }
+
+    /// Signature: `(options: NativeOtlpOptions) => Buffer` - an encoded OTLP `ProfilesData`
+    /// message (uncompressed), translated from the same pprof message `toPprof()` encodes.
+    #[napi]
+    pub fn to_otlp(&self, env: Env, options: NativeOtlpOptions) -> napi::Result<Buffer> {
+        let encoded = with_read(&env, self, |read| {
+            otlp::encode(&read.profile, &read.encode_options, &options.to_core())
+        })?;
+        encoded
+            .map(Buffer::from)
+            .map_err(|e| Error::Native(e.to_string()).throw(&env))
     }
 
     /// Signature: `() => string` - DevTools `.heapprofile` JSON.

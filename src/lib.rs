@@ -5,9 +5,10 @@
 //! totals for allocation figures), `v8_callbacks` (everything V8 calls into Rust, with its
 //! contract), `bridge` (the one cxx bridge to cpp/), `ops` (the operations features' per-isolate state),
 //! `model` (raw V8 profile -> core model), `state` (per-isolate state, the running session's facts
-//! included), `labels` (binding label holders to sets), `session` (profiler lifecycle), `js_profile`
-//! and `js_types` (values exchanged with lib/), `counters` (per-label counters), `dump`
-//! (signal/HTTP dumps), `near_heap_limit`; `error` (the error enum and its JS mapping) serves all.
+//! included), `labels` (binding label holders to sets), `session` (profiler lifecycle), `otlp`
+//! (OTLP options, pprof files), `js_profile` and `js_types` (values exchanged with lib/),
+//! `counters` (per-label counters), `dump` (signal/HTTP dumps, pushes), `near_heap_limit`; `error`
+//! (the error enum and its JS mapping) serves all.
 
 mod allocations;
 mod bridge;
@@ -22,6 +23,7 @@ mod labels;
 mod model;
 pub mod near_heap_limit;
 mod ops;
+pub mod otlp;
 mod session;
 mod state;
 mod v8_callbacks;

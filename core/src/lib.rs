@@ -13,6 +13,7 @@
 //! - [`profile`]: the heap [`Profile`] model and
 //!   aggregation by label ([`Profile::by_label`]);
 //! - [`pprof`]: gzip-compressed `profile.proto` output ([`pprof::encode`]);
+//! - [`otlp`]: OpenTelemetry profiles (`ProfilesData`), translated from the pprof message;
 //! - [`heapprofile`]: Chrome DevTools `.heapprofile` JSON ([`heapprofile::to_string`]);
 //! - [`summary`]: the text per-label summary of a dump; [`dump`]: dump file names, atomic writes
 //!   and retention.
@@ -27,6 +28,7 @@ pub mod estimate;
 pub mod external;
 pub mod heapprofile;
 pub mod labels;
+pub mod otlp;
 pub mod pprof;
 pub mod profile;
 mod set_counters;

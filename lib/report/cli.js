@@ -1,5 +1,5 @@
 'use strict';
-// `heap-labels report|diff`: argument parsing and the commands. Bad input (usage, unreadable or
+// `heap-labels report|diff|export`: argument parsing and the commands. Bad input (usage, unreadable or
 // non-pprof files) is a ReportError: one line on stderr and exit status 2, no stack trace.
 
 const fs = require('node:fs');
@@ -9,9 +9,11 @@ const { groupModel } = require('./aggregate');
 const { diffModels } = require('./diff');
 const { reportText, diffText } = require('./text');
 const { reportHtml, diffHtml } = require('./html');
+const { exportOtlp } = require('./export');
 
 const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N] [--html OUT.html] [--json]
        heap-labels diff <base.pb.gz> <current.pb.gz> [--key KEY] [--top N] [--html OUT.html] [--json]
+       heap-labels export --otlp <profile.pb.gz> [--out FILE] [--service-name NAME] [--attribute K=V]...
 
   report   per-label in-use (and allocated) bytes and objects, and the top allocation sites of each
            label; several profiles: one report each, and with --html live bytes per label over time
@@ -19,13 +21,21 @@ const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N
   --key KEY      group by the value of label KEY instead of by full label set
   --top N        sites listed per label (default 10; 0: none)
   --html FILE    also write a self-contained HTML view (bars, flame graph, timeline)
-  --json         print the figures as JSON instead of the text tables`;
+  --json         print the figures as JSON instead of the text tables
+  export --otlp  write the profile as an OpenTelemetry profile (OTLP ProfilesData, protobuf; the
+                 body of a POST to a collector's /v1development/profiles), by default beside the
+                 input as .otlp.pb; --service-name and --attribute set the resource (needs the
+                 native addon)`;
 
 const OPTIONS = {
   key: { type: 'string' },
   top: { type: 'string' },
   html: { type: 'string' },
   json: { type: 'boolean' },
+  otlp: { type: 'boolean' },
+  out: { type: 'string', short: 'o' },
+  'service-name': { type: 'string' },
+  attribute: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -45,6 +55,21 @@ function parse(argv) {
   }
   if (o.key !== undefined && o.key === '') throw new ReportError('--key must not be empty');
   if (o.html !== undefined && o.html === '') throw new ReportError('--html needs a file name');
+  o.otlp = Boolean(values.otlp);
+  o.out = values.out;
+  o.serviceName = values['service-name'];
+  if (values.attribute !== undefined) {
+    o.attributes = {};
+    for (const a of values.attribute) {
+      const eq = a.indexOf('=');
+      if (eq <= 0) throw new ReportError(`--attribute must be KEY=VALUE, got ${JSON.stringify(a)}`);
+      o.attributes[a.slice(0, eq)] = a.slice(eq + 1);
+    }
+  }
+  const exportOnly = ['otlp', 'out', 'service-name', 'attribute'].filter((k) => values[k] !== undefined);
+  if (o.command !== 'export' && exportOnly.length > 0) {
+    throw new ReportError(`--${exportOnly[0]} is an option of export (heap-labels --help for usage)`);
+  }
   return o;
 }
 
@@ -103,7 +128,14 @@ function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
       }
       return 0;
     }
-    throw new ReportError(`unknown command ${JSON.stringify(o.command)} (expected report or diff; heap-labels --help for usage)`);
+    if (o.command === 'export') {
+      if (!o.otlp) throw new ReportError('export: say which format: --otlp (the only one)');
+      if (o.files.length !== 1) throw new ReportError(`export: needs one profile, got ${o.files.length}`);
+      const { out, bytes } = exportOtlp(o.files[0], { out: o.out, serviceName: o.serviceName, attributes: o.attributes });
+      io.stderr.write(`wrote ${out} (${bytes} bytes)\n`);
+      return 0;
+    }
+    throw new ReportError(`unknown command ${JSON.stringify(o.command)} (expected report, diff or export; heap-labels --help for usage)`);
   } catch (e) {
     if (!(e instanceof ReportError)) throw e;
     io.stderr.write(`heap-labels: ${e.message}\n`);

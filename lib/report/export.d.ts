@@ -1,0 +1,9 @@
+// `heap-labels export --otlp` (lib/report/export.js).
+
+/** Writes the pprof file `file` as an OTLP ProfilesData message; throws a ReportError on bad input. */
+export function exportOtlp(
+  file: string,
+  options?: { out?: string; serviceName?: string; attributes?: Readonly<Record<string, string | number>> },
+): { out: string; bytes: number };
+/** `<name>.otlp.pb` beside a `<name>.pb.gz` input. */
+export function defaultOutput(file: string): string;
