@@ -17,11 +17,36 @@ const { counters, createCountersReader } = require('./counters');
 const { fromOptions } = require('./config');
 const { createHeapProfileHandler, HEAP_PATH } = require('./endpoint');
 const { GrowthWatch, formatEpisode, formatSection } = require('./growth');
+const { ProfileReads, SHARED_PROFILE } = require('./profile-reads');
 const { currentAgent, setCurrentAgent } = require('./current-agent');
 
 
 function log(message) {
-  process.stderr.write(`heap-labels: ${message}\n`);
+  try {
+    process.stderr.write(`heap-labels: ${message}\n`);
+  } catch {
+    // stderr closed: nothing to tell, and nothing to throw into the app.
+  }
+}
+
+// The agent's own server: whatever a client sends or withholds costs bounded time and sockets.
+// Node's defaults answer malformed requests (400) and oversized headers (431) and close the socket.
+const SERVER_OPTIONS = Object.freeze({
+  headersTimeout: 10_000, // a client sending its headers byte by byte (slowloris) is cut off
+  requestTimeout: 30_000,
+  keepAliveTimeout: 5_000,
+  connectionsCheckingInterval: 1_000,
+  maxHeaderSize: 8192, // no header the endpoint reads (authorization) needs more
+});
+const MAX_CONNECTIONS = 128;
+const IDLE_SOCKET_MS = 30_000;
+
+// The path of a request target in origin form ("/path?query"), or undefined for anything else:
+// "//host/..." (read as an authority by URL parsers), absolute or asterisk forms.
+function originPath(target) {
+  if (typeof target !== 'string' || target[0] !== '/' || target[1] === '/') return undefined;
+  const end = target.search(/[?#]/);
+  return end === -1 ? target : target.slice(0, end);
 }
 
 class Agent {
@@ -36,6 +61,7 @@ class Agent {
   #watch; // the GrowthWatch, when watchInterval > 0
   #watchTimer;
   #watchCounters; // its counters reader
+  #reads; // coalesced, spaced in-memory reads (lib/profile-reads.js)
   #stopped = false;
 
   constructor(options) {
@@ -47,6 +73,7 @@ class Agent {
       maxLabelSets: options.maxLabelSets,
     });
     this.#session = sessionOf(this.#handle);
+    this.#reads = new ProfileReads((what) => this.#copyProfile(what));
     try {
       if (options.nearHeapLimit > 0) {
         native.armNearHeapLimit(this.#session, {
@@ -111,21 +138,39 @@ class Agent {
   }
 
   // The current profile in memory: format 'pprof' (gzip-compressed profile.proto, a Buffer) or
-  // 'summary' (the text per-label table); gc: run a full garbage collection first.
+  // 'summary' (the text per-label table); gc: run a full garbage collection first. Concurrent
+  // callers share one copy of V8's profile, copies are spaced and forced GCs rate-limited
+  // (lib/profile-reads.js): a refused read rejects with code ERR_HEAP_LABELS_BUSY and
+  // `retryAfter` (seconds).
   async profile({ format = 'pprof', gc = false, reason = 'api' } = {}) {
+    const result = await this[SHARED_PROFILE]({ format, gc, reason });
+    // The caller's own Buffer: the shared one may be in other callers' hands.
+    return format === 'pprof' ? Buffer.from(result) : result;
+  }
+
+  // As profile(), but the pprof Buffer may be shared with other callers (the endpoint sends it
+  // as it is, whatever the number of clients).
+  async [SHARED_PROFILE]({ format = 'pprof', gc = false, reason = 'api' } = {}) {
     this.#checkRunning();
     if (format !== 'pprof' && format !== 'summary') {
       throw new TypeError(`heap-labels: profile: format must be 'pprof' or 'summary', got ${JSON.stringify(format)}`);
     }
+    const result = await this.#reads.read(format, gc === true, String(reason));
+    return format === 'pprof' ? result.pprof : result.summary;
+  }
+
+  // One read for the callers of ProfileReads: the GC and the copy hold the main thread (now); the
+  // rest is the returned promise.
+  #copyProfile({ pprof, summary, gc, reason }) {
+    this.#checkRunning();
     if (gc) native.collectGarbage();
-    const result = await native.dumpProfile(this.#session, {
+    return native.dumpProfile(this.#session, {
       reason,
       labeled: this.#labeled,
-      pprof: format === 'pprof',
-      summary: format === 'summary',
-      summaryAppendix: format === 'summary' ? this.#growthSection() : undefined,
+      pprof,
+      summary,
+      summaryAppendix: summary ? this.#growthSection() : undefined,
     });
-    return format === 'pprof' ? result.pprof : result.summary;
   }
 
   // The label sets the growth watch flags now (see lib/growth.js): [{ labels, periods, since,
@@ -144,22 +189,37 @@ class Agent {
     this.#checkRunning();
     if (this.#server) return Promise.resolve(this.#address);
     const handler = createHeapProfileHandler({ agent: this, token: token ?? undefined });
-    const server = http.createServer((req, res) => {
-      const { pathname } = new URL(req.url, 'http://localhost');
-      if (pathname !== HEAP_PATH) {
-        res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8' });
-        res.end(`heap-labels serves ${HEAP_PATH} only\n`);
-        return;
+    const server = http.createServer(SERVER_OPTIONS, (req, res) => {
+      // Nothing a client sends may throw into the app.
+      try {
+        const pathname = originPath(req.url);
+        if (pathname === undefined) {
+          plain(res, 400, 'heap-labels: malformed request target\n');
+        } else if (pathname !== HEAP_PATH) {
+          plain(res, 404, `heap-labels serves ${HEAP_PATH} only\n`);
+        } else {
+          handler(req, res); // never rejects
+        }
+      } catch (err) {
+        log(`HTTP request failed: ${err.message}`);
+        res.destroy();
       }
-      handler(req, res);
     });
+    server.maxConnections = MAX_CONNECTIONS;
+    server.setTimeout(IDLE_SOCKET_MS); // idle sockets are destroyed
     this.#server = server;
     return new Promise((resolve, reject) => {
-      server.once('error', (err) => {
+      let listening = false;
+      server.on('error', (err) => {
+        if (listening) {
+          log(`HTTP server: ${err.message}`);
+          return;
+        }
         this.#server = undefined;
         reject(err);
       });
       server.listen(port, host, () => {
+        listening = true;
         // The server is for operators: it never keeps the process alive on its own.
         server.unref();
         const address = server.address();
@@ -181,6 +241,7 @@ class Agent {
 
   #teardown() {
     this.#stopped = true;
+    this.#reads.close('heap-labels: the agent is stopped');
     this.#stopWatch();
     if (this.#signalListener) process.removeListener(this.#options.signal, this.#signalListener);
     this.#signalListener = undefined;
@@ -264,7 +325,9 @@ class Agent {
 // HEAP_LABELS_* variables). Resolves to the agent once its HTTP server (if any) listens.
 // Throws (or rejects) on bad options or when a profiler already runs in this isolate.
 async function startAgent(options) {
-  const o = fromOptions(options);
+  const notes = [];
+  const o = fromOptions(options, 'startAgent', notes);
+  for (const note of notes) log(note);
   return startValidated(o);
 }
 
@@ -283,6 +346,11 @@ async function startValidated(o) {
     }
   }
   return agent;
+}
+
+function plain(res, status, text) {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' });
+  res.end(text);
 }
 
 module.exports = { startAgent, startValidated, currentAgent, Agent };

@@ -8,8 +8,13 @@
 // request chooses only among those query options: nothing in it names a file or a path.
 // With a token, requests must send `Authorization: Bearer <token>`; tokens are compared as SHA-256
 // digests with crypto.timingSafeEqual (constant time, whatever the lengths).
+//
+// What a client can cost: concurrent requests share one copy of V8's profile, copies are spaced
+// and ?gc=1 is rate-limited (lib/profile-reads.js); refused requests get 429 or 503 with
+// Retry-After. The handler never throws or rejects, whatever the request.
 
 const { currentAgent } = require('./current-agent');
+const { SHARED_PROFILE } = require('./profile-reads');
 
 // Loaded when a token is first digested (creating a handler with a token), not with the package:
 // a Node.js built without crypto can still profile, and a token there fails when it is configured.
@@ -41,12 +46,22 @@ function flag(params, name) {
 }
 
 function send(res, status, body, headers = {}) {
-  if (res.headersSent) {
+  if (res.headersSent || res.destroyed) {
     res.destroy();
     return;
   }
   res.writeHead(status, { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', ...headers });
   res.end(body);
+}
+
+// The query of a request target ('' when none). URLSearchParams never throws, whatever the text
+// (new URL() does, on "//" and other targets it reads as an authority).
+function queryOf(target) {
+  const url = typeof target === 'string' ? target : '';
+  const start = url.indexOf('?');
+  if (start === -1) return new URLSearchParams();
+  const end = url.indexOf('#', start);
+  return new URLSearchParams(end === -1 ? url.slice(start + 1) : url.slice(start + 1, end));
 }
 
 function sendText(res, status, text, headers) {
@@ -85,7 +100,7 @@ function createHeapProfileHandler(options) {
         sendText(res, 401, 'heap-labels: missing or wrong bearer token\n', { 'www-authenticate': 'Bearer' });
         return;
       }
-      const params = new URL(req.url, 'http://localhost').searchParams;
+      const params = queryOf(req.url);
       let gc;
       let debug;
       try {
@@ -101,14 +116,23 @@ function createHeapProfileHandler(options) {
         sendText(res, 503, 'heap-labels: no profiling session runs (start one with heap-labels/register or startAgent())\n');
         return;
       }
-      const body = await source.profile({ format: debug ? 'summary' : 'pprof', gc, reason: 'http' });
+      const read = { format: debug ? 'summary' : 'pprof', gc, reason: 'http' };
+      const body = await (typeof source[SHARED_PROFILE] === 'function' ? source[SHARED_PROFILE](read) : source.profile(read));
       const headers = debug
         ? { 'content-type': 'text/plain; charset=utf-8' }
         : { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="heap"' };
       headers['content-length'] = String(Buffer.byteLength(body));
       send(res, 200, req.method === 'HEAD' ? undefined : body, headers);
     } catch (err) {
-      sendText(res, 500, `heap-labels: ${err.message}\n`);
+      try {
+        if (err?.code === 'ERR_HEAP_LABELS_BUSY') {
+          sendText(res, err.status, `${err.message}\n`, { 'retry-after': String(err.retryAfter) });
+        } else {
+          sendText(res, 500, `heap-labels: ${err?.message}\n`);
+        }
+      } catch {
+        res.destroy(); // the response cannot be written: drop the connection, never throw
+      }
     }
   };
 }

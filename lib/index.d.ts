@@ -291,7 +291,13 @@ export interface Agent {
   readonly running: boolean;
   /** Writes a labeled pprof and a text per-label summary into `dir` (atomically). */
   dump(options?: { reason?: string }): Promise<DumpResult>;
-  /** The current profile in memory: gzip'd pprof or the text summary; `gc` runs a full GC first. */
+  /**
+   * The current profile in memory: gzip'd pprof or the text summary; `gc` runs a full GC first.
+   * Concurrent callers share one copy of V8's profile, copies are spaced (they hold the main thread
+   * at most 10 % of the time) and a full GC runs at most once per 10 s: a read that cannot be
+   * served rejects with an error whose `code` is `ERR_HEAP_LABELS_BUSY` and whose `retryAfter`
+   * says in how many seconds to try again.
+   */
   profile(options?: { format?: 'pprof'; gc?: boolean; reason?: string }): Promise<Buffer>;
   profile(options: { format: 'summary'; gc?: boolean; reason?: string }): Promise<string>;
   /** Per-label counters (see `labelCounters`). */
