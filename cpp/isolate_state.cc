@@ -198,10 +198,6 @@ void IsolateState::disarm_near_heap_limit() {
   if (near_heap_limit_) near_heap_limit_->Disarm();
 }
 
-uint32_t IsolateState::near_heap_limit_remaining() const {
-  return near_heap_limit_ ? near_heap_limit_->remaining() : 0;
-}
-
 bool IsolateState::ReadProfileForDump(RawProfile* out) {
   return sampling_ &&
          ReadAllocationProfile(isolate_, out, ReadOptionsFor(false));

@@ -5,7 +5,6 @@
 #include <utility>
 
 #include "heap-labels/src/bridge.rs.h"
-#include "heap_labels/isolate_state.h"
 
 namespace heap_labels {
 

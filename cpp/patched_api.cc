@@ -3,7 +3,7 @@
 #include <dlfcn.h>
 
 #include "heap-labels/src/bridge.rs.h"
-#include "heap_labels/sampling.h"
+#include "heap_labels/v8_compat.h"
 
 namespace heap_labels {
 
@@ -110,7 +110,6 @@ PatchedApiStatus patched_api_status() {
   PatchedApiStatus status;
   status.sample_labels = api.sample_labels_ready;
   status.external_bytes = api.external_bytes_ready;
-  status.version = api.version != nullptr ? api.version() : 0;
   status.sample_labels_reason = api.sample_labels_reason;
   status.allocations = api.sample_labels_ready && api.start_sampling_v2 != nullptr;
   status.allocations_reason = status.allocations ? "" : api.allocations_reason;

@@ -10,6 +10,7 @@
 
 #include "heap-labels/src/bridge.rs.h"
 #include "heap_labels/sample_labels.h"
+#include "heap_labels/v8_compat.h"
 
 namespace heap_labels {
 
@@ -56,16 +57,6 @@ void CopyNodes(v8::Isolate* isolate, v8::AllocationProfile::Node* root,
   }
 }
 
-// Sample::is_live where V8 has it (V8 13.x / Node.js 26 on); true elsewhere.
-template <typename S>
-auto SampleIsLive(const S& sample, int) -> decltype(bool{sample.is_live}) {
-  return sample.is_live;
-}
-template <typename S>
-bool SampleIsLive(const S&, long) {
-  return true;
-}
-
 // Copies the samples with their label words (patched runtime; 0 on stock).
 // Each copied word takes its own reference while V8's sample still holds one,
 // so the Rust model owns what it reads even if V8 drops the sample later.
@@ -101,18 +92,7 @@ uint64_t HighestSampleId(const v8::AllocationProfile& profile) {
   return highest;
 }
 
-// A sample marked dead where V8 has the field: SampleIsLive() of it is false
-// exactly when the field exists.
-v8::AllocationProfile::Sample LivenessProbe() {
-  v8::AllocationProfile::Sample sample{};
-  return sample;  // Zero-initialized: is_live == false.
-}
-
 }  // namespace
-
-bool SamplesCarryLiveness() {
-  return !SampleIsLive(LivenessProbe(), 0);
-}
 
 int SamplingFlags(const StartOptions& options) {
   int flags = v8::HeapProfiler::kSamplingNoFlags;

@@ -257,4 +257,4 @@ function describeOptions() {
   return Object.entries(OPTIONS).map(([option, spec]) => ({ option, env: spec.env, accepts: spec.kind.range }));
 }
 
-module.exports = { fromEnv, fromOptions, describeOptions, isLoopback, ConfigError, SIGNALS };
+module.exports = { fromEnv, fromOptions, describeOptions };

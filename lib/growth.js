@@ -200,4 +200,4 @@ function formatSection(entries, { interval, periods, minGrowth, minGrowthPercent
   return `${lines.join('\n')}\n`;
 }
 
-module.exports = { GrowthWatch, NOISE_Z, formatLabels, formatBytes, formatEpisode, formatSection };
+module.exports = { GrowthWatch, NOISE_Z, formatBytes, formatEpisode, formatSection };

@@ -16,6 +16,21 @@
 
 const instance = require('./instance');
 
+// The modules behind the package's subpath entries (package.json "exports", lib/entries/): each
+// entry takes its module from the realm's instance, so that a second copy's heap-labels/express
+// labels through the first copy's AsyncLocalStorage and the first copy's addon. heap-labels/report
+// is not one of them: it reads profiles and holds no state of the realm.
+const ENTRIES = Object.freeze({
+  express: () => require('./integrations/express'),
+  fastify: () => require('./integrations/fastify'),
+  koa: () => require('./integrations/koa'),
+  http: () => require('./integrations/http'),
+  endpoint: () => require('./endpoint'),
+  prometheus: () => require('./prometheus'),
+  opentelemetry: () => require('./opentelemetry'),
+  register: () => require('./register'),
+});
+
 module.exports = instance.shared ?? create();
 
 function create() {
@@ -63,6 +78,12 @@ function create() {
       maxValueBytes: MAX_VALUE_BYTES,
     }),
   };
+  Object.defineProperty(api, instance.ENTRY, {
+    value: (name) => {
+      if (!Object.hasOwn(ENTRIES, name)) throw new Error(`heap-labels: no entry ${JSON.stringify(name)}`);
+      return ENTRIES[name]();
+    },
+  });
   instance.publish(api);
   return api;
 }

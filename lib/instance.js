@@ -12,9 +12,13 @@
 // Realms (vm contexts) sharing one addon instance share its labels key too (see the addon's
 // registerLabelsKey), so labels are one per isolate there as well.
 
-// Bump when the published API or the meaning of labels changes incompatibly.
-const PROTOCOL = 1;
+// Bump when the published API (its entries included) or the meaning of labels changes
+// incompatibly. 2: the API carries the subpath entries' modules ([ENTRY]).
+const PROTOCOL = 2;
 const KEY = Symbol.for('heap-labels.instance');
+// The published API's function from a subpath entry's name ('express', 'endpoint', ...) to that
+// entry's module in the copy that published it (lib/entries/).
+const ENTRY = Symbol.for('heap-labels.entry');
 
 const { version } = require('../package.json');
 
@@ -55,4 +59,4 @@ if (conflict !== undefined) {
   process.emitWarning(conflict, { code: 'HEAP_LABELS_INCOMPATIBLE_COPY' });
 }
 
-module.exports = { PROTOCOL, shared, conflict, publish };
+module.exports = { PROTOCOL, ENTRY, shared, conflict, publish };

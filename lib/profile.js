@@ -211,4 +211,4 @@ function sessionOf(handle) {
   return sessions.get(handle);
 }
 
-module.exports = { startHeapProfile, AllocationProfile, HeapProfileHandle, DEFAULTS, sessionOf };
+module.exports = { startHeapProfile, sessionOf };

@@ -1,3 +1,3 @@
 // ESM form of the preload (`node --import heap-labels/register app.mjs`): the same module
 // instance as `-r heap-labels/register`, so using both starts one agent.
-import './register.js';
+import './entries/register.js';

@@ -104,8 +104,6 @@ pub mod ffi {
         sample_labels: bool,
         /// The counting ArrayBuffer allocator can be installed in this process.
         external_bytes: bool,
-        /// Version reported by `v8_sample_labels_version()`, 0 when absent.
-        version: u32,
         /// Labeled sessions can report dead samples (API version 2): allocation figures.
         allocations: bool,
         /// Why `sample_labels` is false (empty when true).
@@ -279,9 +277,6 @@ pub mod ffi {
 
         /// Removes the near-heap-limit callback (no-op when not armed).
         fn disarm_near_heap_limit(self: Pin<&mut IsolateState>);
-
-        /// Near-heap-limit dumps left (0 when not armed).
-        fn near_heap_limit_remaining(self: &IsolateState) -> u32;
 
         /// The V8 version string of the running process.
         fn v8_version() -> String;

@@ -95,13 +95,6 @@ pub fn disarm_near_heap_limit(env: Env) -> napi::Result<()> {
     run().map_err(|e| e.throw(&env))
 }
 
-/// Signature: `() => number` - near-heap-limit dumps left (0: not armed).
-#[napi]
-pub fn near_heap_limit_remaining(env: Env) -> napi::Result<u32> {
-    let run = || -> error::Result<u32> { Ok(isolate_state(&env)?.v8.near_heap_limit_remaining()) };
-    run().map_err(|e| e.throw(&env))
-}
-
 /// The dump, from the near-heap-limit callback. Reports on stderr what it wrote (or why it could
 /// not): the process is about to die and this line is the operator's pointer to the file.
 fn write_dump(dumper: &HeapLimitDumper, raw: ffi::RawProfile, external_memory: u64) {

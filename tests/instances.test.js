@@ -46,6 +46,18 @@ test('a second copy of the package at another path: one set of labels', () => {
   assert.equal(out.caps.sampleLabels, patched);
 });
 
+test('every subpath entry of a second copy goes through the realm\'s instance', () => {
+  const out = scenario('entries');
+  for (const [name, same] of Object.entries(out.sameModule)) {
+    assert.equal(same, true, `heap-labels/${name} of the copy is the first copy's module`);
+  }
+  assert.deepEqual(out.seen, { route: '/copy' }, 'route labels set through the copy are the first copy\'s labels');
+  assert.equal(out.agentStarted, true, 'the copy\'s preload started the agent the first copy sees');
+  const strays = out.copyFilesLoaded.filter((file) => !/^(lib\/entries\/[a-z-]+\.js|lib\/index\.js|lib\/instance\.js|package\.json)$/.test(file));
+  assert.deepEqual(strays, [], 'the copy loads its entries and instance check only (no addon, no module with state)');
+  assert.ok(out.copyFilesLoaded.includes('lib/entries/register.js'), out.copyFilesLoaded.join('\n'));
+});
+
 test('lib/ evaluated in two vm contexts (Jest\'s module registry) shares the isolate\'s labels', () => {
   const out = scenario('realms');
   assertShared(out);

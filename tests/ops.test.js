@@ -18,7 +18,7 @@ const { root, decodePprof, sleep, goEnv: makeGoEnv } = require('./helpers');
 const hl = require('../lib');
 
 const labeled = hl.capabilities().sampleLabels;
-const registerCjs = path.join(root, 'lib', 'register.js');
+const registerCjs = path.join(root, 'lib', 'entries', 'register.js');
 const fixtures = path.join(__dirname, 'fixtures');
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-ops-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));

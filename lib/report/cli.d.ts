@@ -2,4 +2,3 @@
 
 /** Runs one command line (without `node` and the script); returns the exit status (2: bad input). */
 export function main(argv: string[], io?: { stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown } }): number;
-export const USAGE: string;

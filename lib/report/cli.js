@@ -143,4 +143,4 @@ function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
   }
 }
 
-module.exports = { main, USAGE };
+module.exports = { main };

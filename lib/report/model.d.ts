@@ -12,7 +12,7 @@ export interface Frame {
 export interface ModelSample {
   /** Frozen, keys sorted; `{}` when unlabeled. */
   labels: Labels;
-  /** Leaf first, without (root); `[OTHER_SITES]` for allocated figures that lost their site. */
+  /** Leaf first, without (root); the one frame `(other sites)` for allocated figures that lost their site. */
   stack: Frame[];
   inuseBytes: number;
   inuseObjects: number;
@@ -51,5 +51,3 @@ export function canonicalLabels(pairs: Iterable<[string, string]>): Labels;
 
 /** The overflow set's key ('heap_labels.overflow'). */
 export const OVERFLOW_KEY: string;
-/** The frame of samples without a location. */
-export const OTHER_SITES: Frame;

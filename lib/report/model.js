@@ -182,4 +182,4 @@ function fromAllocationProfile(profile, source = 'profile') {
   };
 }
 
-module.exports = { readPprof, readPprofFile, fromAllocationProfile, ReportError, OVERFLOW_KEY, OTHER_SITES, canonicalLabels };
+module.exports = { readPprof, readPprofFile, fromAllocationProfile, ReportError, OVERFLOW_KEY, canonicalLabels };

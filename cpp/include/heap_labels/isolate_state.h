@@ -24,7 +24,7 @@ struct HolderBinding;  // shared struct, defined by the cxx bridge
 struct RawProfile;     // shared struct, defined by the cxx bridge
 struct StartOptions;   // shared struct, defined by the cxx bridge
 
-class IsolateState {
+class IsolateState : public HeapLimitDumpSource {
  public:
   // `external_counters`: address of the isolate's ExternalCounters (Rust,
   // never freed), charged by the counting allocator.
@@ -37,7 +37,7 @@ class IsolateState {
   // Bridge methods (see src/bridge.rs for their contracts).
   bool start_sampling(const StartOptions& options);
   void stop_sampling();
-  bool sampling() const { return sampling_; }
+  bool sampling() const override { return sampling_; }
   RawProfile read_profile(bool restart_allocations);
   void set_dead_sample_totals(std::size_t totals);
   bool reports_allocations() const {
@@ -51,7 +51,7 @@ class IsolateState {
   std::size_t frame_value(std::size_t key);
   std::size_t live_holders() const { return holders_.live(); }
   std::size_t overflowed_holder_count() const { return holders_.overflowed(); }
-  uint64_t external_memory() const;
+  uint64_t external_memory() const override;
   // Whether the counting allocator is installed (a session tracks external
   // bytes per label).
   bool external_tracking() const { return external_tracking_; }
@@ -63,10 +63,9 @@ class IsolateState {
   uint64_t used_heap_size() const;
   void arm_near_heap_limit(std::size_t dumper, uint32_t count);
   void disarm_near_heap_limit();
-  uint32_t near_heap_limit_remaining() const;
   // The profile for a dump (unlabeled-samples word mapped to 0); false when
   // no session of this state runs.
-  bool ReadProfileForDump(RawProfile* out);
+  bool ReadProfileForDump(RawProfile* out) override;
 
  private:
   ReadOptions ReadOptionsFor(bool restart_allocations) const;

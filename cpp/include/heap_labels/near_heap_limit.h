@@ -34,11 +34,26 @@
 
 namespace heap_labels {
 
-class IsolateState;
+struct RawProfile;  // shared struct, defined by the cxx bridge
+
+// What a dump reads from the isolate's state (IsolateState implements it): an
+// interface, so that this file needs nothing of the state that owns it.
+class HeapLimitDumpSource {
+ public:
+  // Whether a session runs (with none there is nothing to dump).
+  virtual bool sampling() const = 0;
+  // The profile for a dump; false when no session runs.
+  virtual bool ReadProfileForDump(RawProfile* out) = 0;
+  // V8's external memory, the dump's unlabeled external total.
+  virtual uint64_t external_memory() const = 0;
+
+ protected:
+  ~HeapLimitDumpSource() = default;
+};
 
 class NearHeapLimit {
  public:
-  NearHeapLimit(v8::Isolate* isolate, IsolateState* state)
+  NearHeapLimit(v8::Isolate* isolate, HeapLimitDumpSource* state)
       : isolate_(isolate), state_(state) {}
   ~NearHeapLimit() { Disarm(); }
 
@@ -50,8 +65,6 @@ class NearHeapLimit {
   void Arm(std::size_t dumper, uint32_t count);
   // Removes the callback (no-op when not armed).
   void Disarm();
-  // Dumps left before the callback removes itself (0 when not armed).
-  uint32_t remaining() const { return armed_ ? remaining_ : 0; }
 
  private:
   static size_t Callback(void* data, size_t current_heap_limit,
@@ -60,7 +73,7 @@ class NearHeapLimit {
   size_t Headroom() const;
 
   v8::Isolate* const isolate_;
-  IsolateState* const state_;
+  HeapLimitDumpSource* const state_;
   std::size_t dumper_ = 0;
   uint32_t remaining_ = 0;
   bool armed_ = false;

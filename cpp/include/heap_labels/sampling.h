@@ -14,10 +14,6 @@ namespace heap_labels {
 struct RawProfile;    // shared struct, defined by the cxx bridge
 struct StartOptions;  // shared struct, defined by the cxx bridge
 
-// Whether this V8 marks samples of collected objects that the include-
-// collected flags keep (AllocationProfile::Sample::is_live, Node.js 26).
-bool SamplesCarryLiveness();
-
 // V8's SamplingFlags for `options`.
 int SamplingFlags(const StartOptions& options);
 
