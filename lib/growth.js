@@ -44,6 +44,8 @@
 // missing from a snapshot is dropped at once, and at most `maxSeries` sets are tracked (the
 // counters have at most maxLabelSets + 2 groups anyway: the overflow and unlabeled groups).
 
+const { labelsText, formatBytes } = require('./report/format');
+
 const NOISE_Z = 4;
 
 class GrowthWatch {
@@ -158,28 +160,10 @@ class GrowthWatch {
   }
 }
 
-// {route="/leak", tenant="a"}; the unlabeled group as (unlabeled), as the summary writes them.
-function formatLabels(labels) {
-  const keys = Object.keys(labels);
-  if (keys.length === 0) return '(unlabeled)';
-  return `{${keys.map((k) => `${k}=${JSON.stringify(labels[k])}`).join(', ')}}`;
-}
-
-function formatBytes(bytes) {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (Math.abs(value) >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${value} B` : `${value.toFixed(1)} ${units[unit]}`;
-}
-
 // The stderr line of an episode that starts (without the "heap-labels: " prefix).
 function formatEpisode(entry, intervalSeconds) {
   return (
-    `live heap of ${formatLabels(entry.labels)} grew ${entry.periods} periods in a row ` +
+    `live heap of ${labelsText(entry.labels)} grew ${entry.periods} periods in a row ` +
     `(a snapshot every ${intervalSeconds} s): ${formatBytes(entry.fromBytes)} -> ${formatBytes(entry.heapBytes)}`
   );
 }
@@ -193,11 +177,11 @@ function formatSection(entries, { interval, periods, minGrowth, minGrowthPercent
   if (entries.length === 0) lines.push('# growth: none flagged');
   for (const e of entries) {
     lines.push(
-      `# growth: ${formatLabels(e.labels)} grew ${e.periods} periods in a row since ${new Date(e.since).toISOString()}: ` +
+      `# growth: ${labelsText(e.labels)} grew ${e.periods} periods in a row since ${new Date(e.since).toISOString()}: ` +
         `${formatBytes(e.fromBytes)} -> ${formatBytes(e.heapBytes)} (${e.series.map((p) => p.heapBytes).join(' ')})`,
     );
   }
   return `${lines.join('\n')}\n`;
 }
 
-module.exports = { GrowthWatch, NOISE_Z, formatBytes, formatEpisode, formatSection };
+module.exports = { GrowthWatch, NOISE_Z, formatEpisode, formatSection };

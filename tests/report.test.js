@@ -68,8 +68,8 @@ function expected(file, key) {
     const labels = Object.fromEntries(s.labels.map((l) => [l.key, l.str]));
     let name;
     if (s.labels.length === 0) name = '(unlabeled)';
-    else if (key === undefined || labels['heap_labels.overflow']) name = Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(',');
-    else name = key in labels ? `${key}=${labels[key]}` : '(unlabeled)';
+    else if (key === undefined || labels['heap_labels.overflow']) name = Object.keys(labels).sort().map((k) => `${k}=${JSON.stringify(labels[k])}`).join(', ');
+    else name = key in labels ? `${key}=${JSON.stringify(labels[key])}` : '(unlabeled)';
     const g = groups.get(name) ?? { name, bytes: 0, objects: 0, allocBytes: 0, allocObjects: 0, samples: 0, sites: new Map() };
     groups.set(name, g);
     g.bytes += s.values[ib];
@@ -126,9 +126,15 @@ test('report --json: per-group bytes and objects are the pprof file\'s own sums,
 function labelName(labels, key) {
   const keys = Object.keys(labels);
   if (keys.length === 0) return '(unlabeled)';
-  if (key !== undefined && !labels['heap_labels.overflow']) return `${key}=${labels[key]}`;
-  return keys.sort().map((k) => `${k}=${labels[k]}`).join(',');
+  if (key !== undefined && !labels['heap_labels.overflow']) return `${key}=${JSON.stringify(labels[key])}`;
+  return keys.sort().map((k) => `${k}=${JSON.stringify(labels[k])}`).join(', ');
 }
+
+test('label text: lib/ writes every case of tests/fixtures/label-text.json as core/src/summary.rs does', () => {
+  const { labelsText } = require('../lib/report/format');
+  const cases = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'label-text.json'), 'utf8'));
+  for (const [pairs, text] of cases) assert.equal(labelsText(Object.fromEntries(pairs)), text);
+});
 
 test('report (text): the label table and the top sites (function file:line) of each label', () => {
   const w = run();
@@ -163,22 +169,22 @@ test('report (text): the label table and the top sites (function file:line) of e
     assert.ok(sites[0].trim().startsWith(bigSite), `retainBig first in:\n${sites.join('\n')}`);
     return;
   }
-  const big = exp.groups.get('route=/report/big');
-  const small = exp.groups.get('route=/report/small');
+  const big = exp.groups.get('route="/report/big"');
+  const small = exp.groups.get('route="/report/small"');
   assert.ok(big.bytes > 5 * small.bytes, `big ${big.bytes} vs small ${small.bytes}`);
-  assert.ok(lines.indexOf(rowOf('route=/report/big')) < lines.indexOf(rowOf('route=/report/small')), 'largest first');
-  const bigSites = section('route=/report/big');
+  assert.ok(lines.indexOf(rowOf('route="/report/big"')) < lines.indexOf(rowOf('route="/report/small"')), 'largest first');
+  const bigSites = section('route="/report/big"');
   assert.ok(bigSites[0].trim().startsWith(bigSite), bigSites.join('\n'));
   assert.ok(!bigSites.some((l) => l.includes('retainSmall')), 'no site of another route');
-  assert.ok(section('route=/report/small')[0].trim().startsWith(smallSite));
+  assert.ok(section('route="/report/small"')[0].trim().startsWith(smallSite));
 });
 
 test('report by full label set: one row per (route, tenant) set on the patched runtime', { skip: !labeled() && 'samples carry no labels on this runtime' }, () => {
   const w = run();
   const [out] = cliJson('report', w.snapshots[2].file);
   const names = out.groups.map((g) => g.name);
-  assert.ok(names.includes('route=/report/big,tenant=acme'), names.join(' '));
-  assert.ok(names.includes('route=/report/small,tenant=globex'), names.join(' '));
+  assert.ok(names.includes('route="/report/big", tenant="acme"'), names.join(' '));
+  assert.ok(names.includes('route="/report/small", tenant="globex"'), names.join(' '));
 });
 
 test('diff --json: growth per group and site is current minus base of the files\' own sums', () => {
@@ -199,14 +205,14 @@ test('diff --json: growth per group and site is current minus base of the files\
   }
   assert.equal(d.total.delta.inuseBytes, ec.total - eb.total);
   const bigSite = `retainBig ${w.workload.file}:${w.workload.bigLine}`;
-  const grown = labeled() ? d.groups.find((g) => g.name === 'route=/report/big') : d.groups[0];
+  const grown = labeled() ? d.groups.find((g) => g.name === 'route="/report/big"') : d.groups[0];
   assert.ok(grown, d.groups.map((g) => g.name).join(' '));
   // 30000 more objects of ~300 bytes: several MB, nearly all at retainBig.
   assert.ok(grown.delta.inuseBytes > 4e6, `grew by ${grown.delta.inuseBytes}`);
   assert.equal(grown.sites[0].name, bigSite);
   if (labeled()) {
-    assert.equal(d.groups[0].name, 'route=/report/big', 'most grown first');
-    const small = d.groups.find((g) => g.name === 'route=/report/small');
+    assert.equal(d.groups[0].name, 'route="/report/big"', 'most grown first');
+    const small = d.groups.find((g) => g.name === 'route="/report/small"');
     assert.ok(Math.abs(small.delta.inuseBytes) < grown.delta.inuseBytes / 10, `small moved by ${small.delta.inuseBytes}`);
   }
 });
@@ -297,7 +303,7 @@ test('allocated figures (trackAllocations): alloc columns where the profile has 
     // Allocated includes what is still in use, and the churn the workload dropped.
     assert.ok(g.allocBytes >= g.inuseBytes * 0.5, `${g.name}: allocated ${g.allocBytes}, in use ${g.inuseBytes}`);
   }
-  const grown = out.groups.find((g) => g.name === (r.json.capabilities.sampleLabels ? 'route=/report/big' : '(unlabeled)'));
+  const grown = out.groups.find((g) => g.name === (r.json.capabilities.sampleLabels ? 'route="/report/big"' : '(unlabeled)'));
   assert.ok(grown.allocBytes > grown.inuseBytes, 'the churn of /report/big was allocated and dropped');
 });
 
@@ -386,29 +392,29 @@ test('labeled pprof with allocation types: groups by set and by key, overflow, o
   assert.deepEqual(
     bySet.groups.map((x) => [x.name, x.inuseBytes, x.allocBytes]),
     [
-      ['route=/a,tenant=t1', 2000, 5000],
-      ['heap_labels.overflow=true', 700, 700],
-      ['route=/a,tenant=t2', 600, 600],
-      ['route=/b', 100, 1000],
-      ['tenant=t9', 50, 50],
+      ['route="/a", tenant="t1"', 2000, 5000],
+      ['heap_labels.overflow="true"', 700, 700],
+      ['route="/a", tenant="t2"', 600, 600],
+      ['route="/b"', 100, 1000],
+      ['tenant="t9"', 50, 50],
       ['(unlabeled)', 30, 30],
     ],
   );
-  assert.deepEqual(g(bySet, 'route=/b').sites.map((x) => [x.name, x.allocBytes]), [['handle /app.js:9', 100], ['(other sites)', 900]]);
+  assert.deepEqual(g(bySet, 'route="/b"').sites.map((x) => [x.name, x.allocBytes]), [['handle /app.js:9', 100], ['(other sites)', 900]]);
   const [byRoute] = cliJson('report', file, '--key', 'route');
   assert.deepEqual(
     byRoute.groups.map((x) => [x.name, x.inuseBytes, x.inuseObjects, x.allocBytes, x.allocObjects]),
     [
-      ['route=/a', 2600, 6, 5600, 12],
-      ['heap_labels.overflow=true', 700, 5, 700, 5],
-      ['route=/b', 100, 1, 1000, 4],
+      ['route="/a"', 2600, 6, 5600, 12],
+      ['heap_labels.overflow="true"', 700, 5, 700, 5],
+      ['route="/b"', 100, 1, 1000, 4],
       ['(unlabeled)', 80, 2, 80, 2],
     ],
   );
   const text = cli('report', file, '--key', 'route');
   assert.equal(text.status, 0, text.stderr);
   assert.match(text.stdout, /label\s+in-use bytes\s+share\s+in-use objects\s+alloc bytes\s+alloc share\s+alloc objects/);
-  assert.match(text.stdout, /^route=\/a\s+2\.5 KiB\s+74\.7%\s+6\s+5\.5 KiB\s+75\.9%\s+12$/m);
+  assert.match(text.stdout, /^route="\/a"\s+2\.5 KiB\s+74\.7%\s+6\s+5\.5 KiB\s+75\.9%\s+12$/m);
 });
 
 // --- HTML -------------------------------------------------------------------------------------
@@ -478,7 +484,7 @@ test('report --html of three snapshots: label bars, flame graph and timeline sho
     assert.equal(line.points, 3);
     assert.deepEqual(line.bytes, exp.map((e) => e.groups.get(line.label)?.bytes ?? 0), line.label);
   }
-  const big = labeled() ? 'route=/report/big' : '(unlabeled)';
+  const big = labeled() ? 'route="/report/big"' : '(unlabeled)';
   const series = page.lines.find((l) => l.label === big).bytes;
   assert.ok(series[0] < series[1] && series[1] < series[2], `${big} grows: ${series}`);
   // The flame graph of the clicked label: its root is the label's total, and its sites appear.
@@ -507,7 +513,7 @@ test('diff --html: growth bars per label and the growth flame graph', { timeout:
     assert.equal(row.delta, (ec.groups.get(row.label)?.bytes ?? 0) - (eb.groups.get(row.label)?.bytes ?? 0), row.label);
     assert.equal(row.bytes, ec.groups.get(row.label)?.bytes ?? 0, row.label);
   }
-  const big = labeled() ? 'route=/report/big' : '(unlabeled)';
+  const big = labeled() ? 'route="/report/big"' : '(unlabeled)';
   assert.equal(page.rows[0].label, big, 'most grown first');
   assert.equal(page.flameLabel, big);
   const site = `retainBig ${w.workload.file}:${w.workload.bigLine}`;
@@ -555,14 +561,14 @@ test('report --html of labeled snapshots: a line per label over time, clicking a
     const rows = await p.$$eval('tr.label-row', (trs) => trs.map((tr) => [tr.dataset.label, Number(tr.dataset.bytes)]));
     const lines = await p.$$eval('#timeline polyline', (ls) => Object.fromEntries(ls.map((l) => [l.dataset.label, l.dataset.bytes])));
     const ticks = await p.$$eval('#timeline text', (ts) => ts.map((x) => x.textContent));
-    await p.locator('tr.label-row', { hasText: 'route=/small' }).click();
+    await p.locator('tr.label-row', { hasText: 'route="/small"' }).click();
     const flame = await p.$$eval('#flame .frame', (fs) => fs.map((f) => [f.dataset.name, Number(f.dataset.value)]));
     return { rows, lines, ticks, flame, flameLabel: await p.getAttribute('#flame', 'data-label') };
   });
-  assert.deepEqual(page.rows, [['route=/big', 300_000], ['route=/small', 40_000], ['(unlabeled)', 20_000]]);
-  assert.deepEqual(page.lines, { 'route=/big': '100000 200000 300000', 'route=/small': '40000 40000 40000', '(unlabeled)': '60000 40000 20000' });
+  assert.deepEqual(page.rows, [['route="/big"', 300_000], ['route="/small"', 40_000], ['(unlabeled)', 20_000]]);
+  assert.deepEqual(page.lines, { 'route="/big"': '100000 200000 300000', 'route="/small"': '40000 40000 40000', '(unlabeled)': '60000 40000 20000' });
   assert.ok(['+0.0 s', '+60.0 s', '+120.0 s'].every((x) => page.ticks.includes(x)), page.ticks.join(' '));
-  assert.equal(page.flameLabel, 'route=/small');
+  assert.equal(page.flameLabel, 'route="/small"');
   assert.deepEqual(page.flame, [['all', 40_000], ['main /app.js:1', 40_000], ['handle /app.js:9', 40_000]]);
 });
 
@@ -590,8 +596,8 @@ test('report --html with many label sets: every label has its bar, the largest 2
     return { rows, frames200, framesLast: await pg.$$eval('#flame .frame', (fs) => fs.length), detail: await pg.textContent('#flame-detail') };
   });
   assert.equal(page.rows.length, n);
-  assert.equal(page.rows[0], `tenant=t${n - 1}`, 'largest first');
+  assert.equal(page.rows[0], `tenant="t${n - 1}"`, 'largest first');
   assert.equal(page.frames200, 2); // "all" and alloc
   assert.equal(page.framesLast, 0);
-  assert.match(page.detail, /no call tree in this page for tenant=t0: only the 200 largest labels have one/);
+  assert.match(page.detail, /no call tree in this page for tenant="t0": only the 200 largest labels have one/);
 });

@@ -79,18 +79,22 @@ pub fn render(profile: &Profile, info: &SummaryInfo<'_>) -> String {
     out
 }
 
-/// `key="value", other="x"` (values quoted and escaped as Rust debug strings), `(unlabeled)`.
+/// The one text of a label set wherever heap-labels writes one for people (this summary, the
+/// growth watch's lines, the report's groups): `key="value", other="x"`, keys in the set's order,
+/// values as JSON strings; `(unlabeled)` for no labels. This function owns the format; lib/'s
+/// `labelsText` (lib/report/format.js) follows it, and tests/fixtures/label-text.json holds both
+/// to the same cases.
 pub fn labels_text(labels: &GroupLabels) -> String {
     match labels {
         GroupLabels::Unlabeled => "(unlabeled)".to_owned(),
-        GroupLabels::Value { key, value } => format!("{key}={value:?}"),
+        GroupLabels::Value { key, value } => format!("{key}={}", json_string(value)),
         GroupLabels::Set(set) => {
             let mut text = String::new();
             for (i, (k, v)) in set.pairs().iter().enumerate() {
                 if i > 0 {
                     text.push_str(", ");
                 }
-                let _ = write!(text, "{k}={v:?}");
+                let _ = write!(text, "{k}={}", json_string(v));
             }
             if text.is_empty() {
                 text.push_str("{}");
@@ -98,6 +102,12 @@ pub fn labels_text(labels: &GroupLabels) -> String {
             text
         }
     }
+}
+
+/// `value` as a JSON string (what JavaScript's `JSON.stringify` writes for it).
+fn json_string(value: &str) -> String {
+    // Serializing a str cannot fail.
+    serde_json::to_string(value).unwrap_or_default()
 }
 
 /// `2026-12-01T05:30:00.123Z` for nanoseconds since the Unix epoch (UTC, millisecond precision).
@@ -154,6 +164,27 @@ mod tests {
     use crate::estimate;
     use crate::labels::LabelRegistry;
     use crate::profile::{CallFrame, Sample};
+
+    /// The cases lib/report/format.js's `labelsText` is held to as well (tests/report.test.js).
+    #[test]
+    fn label_text_follows_the_shared_cases() {
+        let cases: Vec<(Vec<(String, String)>, String)> =
+            serde_json::from_str(include_str!("../../tests/fixtures/label-text.json")).unwrap();
+        let reg = LabelRegistry::new(100);
+        for (pairs, text) in cases {
+            let labels = if pairs.is_empty() {
+                GroupLabels::Unlabeled
+            } else {
+                GroupLabels::Set(reg.intern(pairs).unwrap())
+            };
+            assert_eq!(labels_text(&labels), text);
+        }
+        let value = GroupLabels::Value {
+            key: "route".into(),
+            value: "/a\"b".into(),
+        };
+        assert_eq!(labels_text(&value), r#"route="/a\"b""#);
+    }
 
     #[test]
     fn times_format_in_utc() {

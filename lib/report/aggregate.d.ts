@@ -38,8 +38,6 @@ export interface CallTreeNode {
 export function groupModel(model: HeapModel, key?: string): GroupedModel;
 /** The call tree (root "all" first) of samples, weighted by `field` (default inuseBytes). */
 export function callTree(samples: ModelSample[], field?: keyof ReportFigures): CallTreeNode;
-/** "k=v,k2=v2", or "(unlabeled)" for `{}`. */
-export function labelText(labels: Labels): string;
 /** "function file:line" of a frame. */
 export function siteText(frame: Frame): string;
 export const FIGURES: readonly (keyof ReportFigures)[];

@@ -4,17 +4,12 @@
 // it) form the unlabeled group `{}`; the overflow set stays a group of its own.
 
 const { OVERFLOW_KEY } = require('./model');
+const { labelsText } = require('./format');
 
 const FIGURES = ['inuseBytes', 'inuseObjects', 'allocBytes', 'allocObjects'];
 const UNLABELED = Object.freeze({});
 
 // How a group is named in tables, the HTML and diff rows.
-function labelText(labels) {
-  const keys = Object.keys(labels);
-  if (keys.length === 0) return '(unlabeled)';
-  return keys.map((k) => `${k}=${labels[k]}`).join(',');
-}
-
 function groupLabelsOf(labels, key) {
   if (Object.keys(labels).length === 0) return UNLABELED;
   if (key === undefined || Object.hasOwn(labels, OVERFLOW_KEY)) return labels;
@@ -43,7 +38,7 @@ function groupModel(model, key) {
   for (const s of model.samples) {
     add(total, s);
     const labels = groupLabelsOf(s.labels, key);
-    const name = labelText(labels);
+    const name = labelsText(labels);
     let g = groups.get(name);
     if (g === undefined) groups.set(name, (g = { name, labels, ...zero(), sites: new Map(), samples: [] }));
     add(g, s);
@@ -85,4 +80,4 @@ function callTree(samples, field = 'inuseBytes') {
   return finish(root);
 }
 
-module.exports = { groupModel, callTree, labelText, siteText, FIGURES, UNLABELED };
+module.exports = { groupModel, callTree, siteText, FIGURES, UNLABELED };

@@ -2,7 +2,8 @@
 // Growth between two profiles: per label group (as grouped by groupModel) the base, current and
 // delta figures, and within each group the sites whose in-use bytes grew most.
 
-const { groupModel, labelText, FIGURES } = require('./aggregate');
+const { groupModel, FIGURES } = require('./aggregate');
+const { labelsText } = require('./format');
 const { fromAllocationProfile, canonicalLabels } = require('./model');
 
 const pick = (o) => Object.fromEntries(FIGURES.map((f) => [f, o ? o[f] : 0]));
@@ -76,7 +77,7 @@ function diffProfiles(base, current, options) {
     const out = new Map();
     for (const g of profile.byLabel(o.key)) {
       const labels = canonicalLabels(Object.entries(g.labels));
-      out.set(labelText(labels), {
+      out.set(labelsText(labels), {
         labels,
         figures: { inuseBytes: g.bytes, inuseObjects: g.objects, allocBytes: g.allocatedBytes ?? 0, allocObjects: g.allocatedObjects ?? 0 },
       });

@@ -1,5 +1,7 @@
-// Number formatting and text tables (lib/report/format.js).
+// Number and label formatting and text tables (lib/report/format.js).
 
+/** `route="/a", tenant="t1"` (the dump summary's label text), or "(unlabeled)" for `{}`. */
+export function labelsText(labels: Readonly<Record<string, string>>): string;
 /** 1536 -> "1.5 KiB". */
 export function formatBytes(n: number): string;
 /** 12345.6 -> "12,346". */

@@ -1,5 +1,16 @@
 'use strict';
-// Number formatting and plain-text tables shared by the text report and the diff.
+// Number and label formatting and plain-text tables: the text report, the diff and the agent's
+// growth watch write with these.
+
+// The one text of a label set, as the dump's summary writes it: `key="value", other="x"`, keys in
+// JavaScript's string order (a set's order), values as JSON strings; `(unlabeled)` for no labels.
+// core/src/summary.rs's labels_text owns the format; tests/fixtures/label-text.json holds both to
+// the same cases.
+function labelsText(labels) {
+  const keys = Object.keys(labels).sort();
+  if (keys.length === 0) return '(unlabeled)';
+  return keys.map((k) => `${k}=${JSON.stringify(labels[k])}`).join(', ');
+}
 
 function formatBytes(n) {
   const sign = n < 0 ? '-' : '';
@@ -34,4 +45,4 @@ function table(header, rows, indent = '') {
   return [line(header), ...rows.map(line)].join('\n');
 }
 
-module.exports = { formatBytes, formatCount, formatPercent, formatDeltaBytes, formatDeltaCount, formatGrowth, table };
+module.exports = { labelsText, formatBytes, formatCount, formatPercent, formatDeltaBytes, formatDeltaCount, formatGrowth, table };
