@@ -191,7 +191,7 @@ export const limits: Readonly<{ maxLabels: number; maxKeyBytes: number; maxValue
 
 /**
  * Options of `startAgent`; each has a `HEAP_LABELS_*` environment variable of the same meaning for
- * `heap-labels/register` (README, "Running in production").
+ * `heap-labels/register` (docs/operations.md).
  */
 export interface AgentOptions {
   /** Mean bytes between samples; integer 1..2^32-1, default 524288. HEAP_LABELS_SAMPLE_INTERVAL. */

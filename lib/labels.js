@@ -10,7 +10,7 @@ const { types } = require('node:util');
 const { native } = require('./native');
 const { rememberSet, knownLabels } = require('./label-sets');
 
-// Limits, defined once in the Rust core (core/src/labels.rs) and documented in the README; keys
+// Limits, defined once in the Rust core (core/src/labels/limits.rs) and documented in docs/api.md; keys
 // starting with RESERVED_PREFIX are heap-labels' own (the overflow set's key).
 const {
   maxLabels: MAX_LABELS,

@@ -81,8 +81,9 @@ impl Drop for IsolateAddon {
     }
 }
 
-/// Options of a session, as lib/ validated and defaulted them (lib/profile.js owns the defaults,
-/// the limits and the user-facing errors; `js_types` guards the conversion at the native surface).
+/// Options of a session, as lib/ validated and defaulted them (lib/session-options.js holds the
+/// defaults, lib/profile.js and lib/config.js the user-facing errors; the ranges come from here,
+/// `js_types`, which guards the conversion at the native surface).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SessionOptions {
     pub sample_interval: u64,

@@ -1,5 +1,5 @@
 'use strict';
-// The rules of external bytes (README "External bytes") and the counting allocator's neutrality
+// The rules of external bytes (docs/external-bytes.md) and the counting allocator's neutrality
 // towards Node's own ArrayBuffer bookkeeping, each scenario in a child process
 // (fixtures/external-rules.js). The bookkeeping checks run on every runtime (on stock ones the
 // counting allocator is never installed, which is the reference); the per-label charges need the

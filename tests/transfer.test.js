@@ -3,8 +3,8 @@
 // every timing relative to the profiling sessions, each in its own child process
 // (fixtures/transfer-case.js) so that an abort inside V8 is reported as a signal / exit code /
 // message instead of killing the suite. Every case must complete with its marker byte intact; on
-// the patched runtime the per-label external bytes must follow the rules of README "External
-// bytes" and never go negative, and all of them must be given back once the buffers are gone.
+// the patched runtime the per-label external bytes must follow the rules of docs/external-bytes.md
+// and never go negative, and all of them must be given back once the buffers are gone.
 //
 // Finding on stock Node.js 22.22.2 (V8 12.4), without heap-labels involved at all: a buffer that
 // came from another thread (postMessage transfer to a worker) aborts the process when the worker
