@@ -284,6 +284,7 @@ test('GET /debug/pprof/heap: go tool pprof reads it; ?debug=1 is the per-label t
     const text = await table.text();
     assert.match(text, /^# heap-labels per-label summary\n# reason: http\n/);
     if (labeled) assert.match(text, /route="\/leak"/);
+    else assert.match(text, /carry no labels on this runtime/);
 
     const gc = await fetch(`${url}?gc=1`);
     assert.equal(gc.status, 200);
