@@ -154,6 +154,13 @@ gn_args() { echo "$(grep -vE '^\s*(#|$)' "$here/args.gn" | tr '\n' ' ')$line_arg
 ensure_packages
 mkdir -p "$cache/v8-only" "$CCACHE_DIR"
 tree="$cache/v8-only/$line"
+# One build of a line at a time: a second caller waits for the first (the test step's timeout bounds
+# the wait).
+exec 8>"$tree.lock"
+if ! flock -n 8; then
+  log "another build of V8 $line is running; waiting for it"
+  flock 8
+fi
 ensure_tree
 key=$(tree_key)
 [ "$(cat "$tree/.applied" 2>/dev/null)" = "$key" ] || apply_series "$key"
