@@ -93,7 +93,7 @@ fn check_include_dir(dir: &Path, origin: &str) {
     if !dir.join("v8.h").is_file() {
         panic!(
             "heap-labels: {} has no v8.h ({origin}); use a runtime that ships its headers, \
-             e.g. `scripts/runtimes.sh path 22.22.2`, or set HEAP_LABELS_NODE_INCLUDE",
+             e.g. `scripts/runtimes.sh path primary`, or set HEAP_LABELS_NODE_INCLUDE",
             dir.display()
         );
     }

@@ -23,8 +23,7 @@ void ExplainStock(PatchedApi* api) {
   api->sample_labels_reason =
       "sampleLabels: this runtime's V8 " + v8 +
       " has no sample-labels API (symbol " + kVersionSymbol +
-      " not found); per-sample labels need the patched Node.js 22.22.2 "
-      "(tools/patched-node/build.sh)";
+      " not found)";
   api->allocations_reason =
       SamplesCarryLiveness()
           ? "allocations: this runtime's V8 " + v8 +

@@ -5,12 +5,17 @@
 const { native } = require('./native');
 const { asyncContextFrameEnabled } = require('./context');
 const instance = require('./instance');
+const { describeLines } = require('./supported-lines');
 
 const ACF_REASON =
   'asyncContextFrame: AsyncLocalStorage is not backed by AsyncContextFrame in this process ' +
-  '(stock Node.js 22 needs --experimental-async-context-frame; 24 and later and the patched ' +
-  '22.22.2 runtime have it unless --no-async-context-frame is given); per-sample labels are read ' +
-  'from the async context frame';
+  '(a runtime where it is opt-in needs --experimental-async-context-frame; where it is the ' +
+  'default, --no-async-context-frame turns it off); per-sample labels are read from the async ' +
+  'context frame';
+
+// The way out of a runtime without the patched V8 API, with the lines the recipe supports.
+const wayOut = () =>
+  `; a labeled runtime has it: tools/patched-node/build.sh builds one for ${describeLines()}`;
 
 // Both per-label capabilities read the labels from the async context frame: on a patched runtime
 // without it they are off too, and say so under their own name.
@@ -31,8 +36,8 @@ function capabilities() {
     else if (!asyncContextFrame) reasons.push(`${name}: ${NEEDS_ACF}`);
     return available && asyncContextFrame;
   };
-  const sampleLabels = capability('sampleLabels', nativeCaps.sampleLabels, nativeCaps.sampleLabelsReason);
-  const externalBytes = capability('externalBytes', nativeCaps.externalBytes, nativeCaps.externalBytesReason);
+  const sampleLabels = capability('sampleLabels', nativeCaps.sampleLabels, nativeCaps.sampleLabelsReason + wayOut());
+  const externalBytes = capability('externalBytes', nativeCaps.externalBytes, nativeCaps.externalBytesReason + wayOut());
   const allocations = capability('allocations', nativeCaps.allocations, nativeCaps.allocationsReason);
   if (!asyncContextFrame) reasons.push(ACF_REASON);
   return {

@@ -13,6 +13,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
+const { supportedLines, describeLines } = require('../lib/supported-lines');
 
 function fail(message) {
   console.error(`heap-labels build: ${message}`);
@@ -41,14 +42,16 @@ function moduleVersion(include) {
   return match[1];
 }
 
-// V8's API differs before Node.js 22 (V8 12.4): older headers are refused with the way out.
+// V8's API differs before the oldest line the recipe supports (tools/patched-node/versions.env):
+// older headers are refused with the way out.
 function checkSupported(include) {
   const header = fs.readFileSync(path.join(include, 'node_version.h'), 'utf8');
   const major = Number((/#define NODE_MAJOR_VERSION (\d+)/.exec(header) || [])[1]);
-  if (!(major >= 22)) {
+  const oldest = Math.min(...supportedLines().map((line) => Number(line.node)));
+  if (!(major >= oldest)) {
     fail(
-      `the headers in ${include} are of Node.js ${major || 'unknown'}; heap-labels needs 22 or newer. ` +
-        'Put a supported runtime first on PATH, e.g. ' +
+      `the headers in ${include} are of Node.js ${major || 'unknown'}; heap-labels supports ` +
+        `${describeLines()}. Put a supported runtime first on PATH, e.g. ` +
         'PATH="$(scripts/runtimes.sh bin primary):$PATH" npm run build',
     );
   }

@@ -12,10 +12,10 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { runFixture, decodePprof, goEnv } = require('./helpers');
+const { runFixture, decodePprof, goEnv, asyncContextFrameFlags } = require('./helpers');
 
 const FLAGS = ['--expose-gc'];
-if (Number(process.versions.node.split('.')[0]) === 22) FLAGS.push('--experimental-async-context-frame');
+FLAGS.push(...asyncContextFrameFlags());
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-alloc-'));
 const pprofFile = path.join(dir, 'phase1.pb.gz');

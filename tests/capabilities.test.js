@@ -8,6 +8,7 @@ const { pathToFileURL } = require('node:url');
 const { spawnSync } = require('node:child_process');
 const { libPath, expectedAsyncContextFrame, root } = require('./helpers');
 const hl = require(libPath);
+const { supportedLines, describeLines } = require(path.join(root, 'lib', 'supported-lines'));
 
 test('capabilities report versions, ACF and a reason for every false', () => {
   const caps = hl.capabilities();
@@ -26,23 +27,48 @@ test('capabilities report versions, ACF and a reason for every false', () => {
   }
 });
 
-test('on a stock runtime sampleLabels and externalBytes are false, with the reason', (t) => {
+// The recipe's list as bash reads it (the recipe sources versions.env), against lib/'s reading.
+function recipeLines() {
+  const env = path.join(root, 'tools', 'patched-node', 'versions.env');
+  const r = spawnSync('bash', ['-c', 'source "$1" && echo "$NODE_LINES"', 'bash', env], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.trim().split(/\s+/).map((entry) => {
+    const [node, v8] = entry.split(':');
+    return { node, v8 };
+  });
+}
+
+test("messages name the recipe's supported lines, read from its one list", () => {
+  const lines = recipeLines();
+  assert.ok(lines.length >= 1);
+  assert.deepEqual(supportedLines(), lines);
+  const described = describeLines();
+  for (const { node, v8 } of lines) assert.ok(described.includes(`${node} (V8 ${v8})`), described);
+});
+
+test('on a stock runtime sampleLabels and externalBytes are false, with the reason and the way out', (t) => {
   const caps = hl.capabilities();
-  if (caps.reasons.every((r) => !r.includes('v8_sample_labels_version not found'))) {
+  if (caps.reasons.every((r) => !r.includes('v8_sample_labels_api_version not found'))) {
     t.skip('patched runtime: covered by patched.test.js');
     return;
   }
   assert.equal(caps.sampleLabels, false);
   assert.equal(caps.externalBytes, false);
-  assert.ok(caps.reasons.some((r) => r.startsWith('sampleLabels:') && r.includes('patched Node.js 22.22.2')));
-  assert.ok(caps.reasons.some((r) => r.startsWith('externalBytes:') && r.includes('unlabeled total')));
+  const sampleLabels = caps.reasons.find((r) => r.startsWith('sampleLabels:'));
+  const externalBytes = caps.reasons.find((r) => r.startsWith('externalBytes:'));
+  assert.ok(sampleLabels.includes(process.versions.v8), sampleLabels);
+  assert.ok(externalBytes.includes('unlabeled total'), externalBytes);
+  for (const reason of [sampleLabels, externalBytes]) {
+    assert.ok(reason.includes('tools/patched-node/build.sh'), reason);
+    for (const { node, v8 } of recipeLines()) assert.ok(reason.includes(`${node} (V8 ${v8})`), reason);
+  }
 });
 
 // The patched runtime turns AsyncContextFrame on by default (as Node.js 24 does): no flag is
 // needed, and `--no-async-context-frame` turns it, and with it the per-label capabilities, off.
 test('AsyncContextFrame is on by default where the runtime knows --async-context-frame', (t) => {
   if (!process.allowedNodeEnvironmentFlags.has('--async-context-frame')) {
-    t.skip('stock Node.js 22: AsyncContextFrame is opt-in (--experimental-async-context-frame)');
+    t.skip('this runtime has AsyncContextFrame as an opt-in (--experimental-async-context-frame)');
     return;
   }
   const probe = (...flags) => {

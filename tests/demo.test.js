@@ -8,10 +8,9 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { root, libPath } = require('./helpers');
+const { root, libPath, asyncContextFrameFlags } = require('./helpers');
 
-const major = Number(process.versions.node.split('.')[0]);
-const acf = major === 22 ? ['--experimental-async-context-frame'] : [];
+const acf = asyncContextFrameFlags();
 
 test('demo: per-route table on the patched runtime, a plain explanation on stock, files written', () => {
   const out = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-demo-'));

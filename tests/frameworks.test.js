@@ -11,7 +11,7 @@
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { runFixture, libPath } = require('./helpers');
+const { runFixture, libPath, asyncContextFrameFlags } = require('./helpers');
 
 const FRAMEWORKS = ['express4', 'express5', 'fastify', 'koa', 'http'];
 const HANDLER_POINTS = ['sync', 'await', 'timer-await', 'serialize', 'timeout-after-response', 'immediate-after-response'];
@@ -101,8 +101,7 @@ for (const framework of FRAMEWORKS) {
   });
 }
 
-const major = Number(process.versions.node.split('.')[0]);
-const PROFILE_FLAGS = ['--expose-gc', ...(major === 22 ? ['--experimental-async-context-frame'] : [])];
+const PROFILE_FLAGS = ['--expose-gc', ...asyncContextFrameFlags()];
 const caps = runFixture('labeled-scenarios.js', { nodeArgs: PROFILE_FLAGS, args: ['capabilities'] }).json;
 const noSampleLabels = !caps?.sampleLabels && 'capabilities().sampleLabels is false: per-sample labels need the patched runtime';
 

@@ -28,8 +28,9 @@ function runFixture(fixture, { nodeArgs = [], args = [], env = {} } = {}) {
 }
 
 // Test oracle (not used by lib/): whether this process was started with AsyncContextFrame on. It is
-// on by default wherever the runtime knows `--async-context-frame` (Node.js 24+, and the patched
-// 22.22.2, which backports that default); stock 22 needs `--experimental-async-context-frame`.
+// on by default wherever the runtime knows `--async-context-frame` (the lines where it is the default,
+// and labeled runtimes, whose recipe backports that default); elsewhere it is opt-in through
+// `--experimental-async-context-frame`.
 function expectedAsyncContextFrame() {
   const flags = [...process.execArgv, ...(process.env.NODE_OPTIONS || '').split(/\s+/)];
   if (flags.includes('--no-async-context-frame') || flags.includes('--no-experimental-async-context-frame')) {
@@ -37,6 +38,12 @@ function expectedAsyncContextFrame() {
   }
   if (process.allowedNodeEnvironmentFlags.has('--async-context-frame')) return true;
   return flags.includes('--experimental-async-context-frame');
+}
+
+// The flags a child process needs for AsyncContextFrame: none where it is the default (the runtime
+// knows `--async-context-frame`), the opt-in flag elsewhere. Decided by the runtime, not its version.
+function asyncContextFrameFlags() {
+  return process.allowedNodeEnvironmentFlags.has('--async-context-frame') ? [] : ['--experimental-async-context-frame'];
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -194,6 +201,7 @@ module.exports = {
   libPath,
   runFixture,
   expectedAsyncContextFrame,
+  asyncContextFrameFlags,
   sleep,
   scale,
   treeNodes,

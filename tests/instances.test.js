@@ -6,10 +6,10 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { runFixture } = require('./helpers');
+const { runFixture, asyncContextFrameFlags } = require('./helpers');
 
 const FLAGS = ['--expose-gc'];
-if (Number(process.versions.node.split('.')[0]) === 22) FLAGS.push('--experimental-async-context-frame');
+FLAGS.push(...asyncContextFrameFlags());
 
 function scenario(name) {
   const result = runFixture('instances.js', { nodeArgs: FLAGS, args: [name] });

@@ -11,11 +11,9 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { runFixture, root } = require('./helpers');
+const { runFixture, root, asyncContextFrameFlags } = require('./helpers');
 
-const FLAGS = ['--expose-gc'];
-const major = Number(process.versions.node.split('.')[0]);
-if (major === 22) FLAGS.push('--experimental-async-context-frame');
+const FLAGS = ['--expose-gc', ...asyncContextFrameFlags()];
 
 function scenario(name, ...args) {
   const result = runFixture('labeled-scenarios.js', { nodeArgs: FLAGS, args: [name, ...args] });
@@ -155,11 +153,12 @@ test('go tool pprof -tagfocus shows the focused route\'s allocation sites', { sk
   t.diagnostic(search.split('\n').slice(0, 8).join('\n'));
 });
 
-// The same addon file (built against stock 22.22.2 headers) loads on both 22.22.2 runtimes.
-const stock22 = process.env.HEAP_LABELS_STOCK_NODE22;
-const patched22 = process.env.HEAP_LABELS_PATCHED_NODE;
-test('ABI: one addon file serves stock and patched Node 22.22.2', {
-  skip: !(stock22 && patched22) && 'set HEAP_LABELS_STOCK_NODE22 and HEAP_LABELS_PATCHED_NODE (scripts/test.sh does)',
+// The same addon file, built against the stock runtime's headers of a line, loads on the stock
+// runtime and on the labeled runtime of that line, and finds the patched API only on the latter.
+const stockNode = process.env.HEAP_LABELS_STOCK_NODE;
+const patchedNode = process.env.HEAP_LABELS_PATCHED_NODE;
+test('ABI: one addon file serves the stock and the labeled runtime of a line', {
+  skip: !(stockNode && patchedNode) && 'set HEAP_LABELS_STOCK_NODE and HEAP_LABELS_PATCHED_NODE (scripts/test.sh does)',
 }, () => {
   const probe = (node) => {
     const r = spawnSync(node, ['--experimental-async-context-frame', '-e', `
@@ -169,11 +168,10 @@ test('ABI: one addon file serves stock and patched Node 22.22.2', {
     assert.equal(r.status, 0, r.stderr);
     return JSON.parse(r.stdout.trim().split('\n').pop());
   };
-  const onStock = probe(stock22);
-  const onPatched = probe(patched22);
+  const onStock = probe(stockNode);
+  const onPatched = probe(patchedNode);
   assert.equal(onStock.addon, onPatched.addon, 'the very same addon file');
-  assert.equal(onStock.caps.node, '22.22.2');
-  assert.equal(onPatched.caps.node, '22.22.2');
+  assert.equal(onStock.caps.node, onPatched.caps.node, 'the same Node.js release');
   assert.equal(onStock.caps.sampleLabels, false);
   assert.ok(onStock.caps.reasons.length > 0);
   assert.equal(onPatched.caps.sampleLabels, true);
@@ -181,10 +179,10 @@ test('ABI: one addon file serves stock and patched Node 22.22.2', {
 });
 
 test('on the patched runtime without AsyncContextFrame both per-label capabilities are off, each with its reason', {
-  skip: !patched22 && 'set HEAP_LABELS_PATCHED_NODE (scripts/test.sh does)',
+  skip: !patchedNode && 'set HEAP_LABELS_PATCHED_NODE (scripts/test.sh does)',
 }, () => {
   // AsyncContextFrame is on by default in the patched runtime: turn it off explicitly.
-  const r = spawnSync(patched22, ['--no-async-context-frame', '-e', `
+  const r = spawnSync(patchedNode, ['--no-async-context-frame', '-e', `
     console.log(JSON.stringify(require(${JSON.stringify(path.join(root, 'lib'))}).capabilities()));
   `], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
   assert.equal(r.status, 0, r.stderr);

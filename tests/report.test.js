@@ -17,14 +17,14 @@ const path = require('node:path');
 const zlib = require('node:zlib');
 const { pathToFileURL } = require('node:url');
 const { Profile, StringTable, ValueType, Sample, Label, Location, Line, Function: PFunction } = require('pprof-format');
-const { root, runFixture, decodePprof, goEnv } = require('./helpers');
+const { root, runFixture, decodePprof, goEnv, asyncContextFrameFlags } = require('./helpers');
 const { launchChromium, artifactPath } = require('./browser');
 const lib = require('../lib');
 const lib_mjs = import('../lib/index.mjs');
 
 const BIN = path.join(root, 'bin', 'heap-labels.js');
 const FLAGS = ['--expose-gc'];
-if (Number(process.versions.node.split('.')[0]) === 22) FLAGS.push('--experimental-async-context-frame');
+FLAGS.push(...asyncContextFrameFlags());
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-report-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

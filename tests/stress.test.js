@@ -5,10 +5,9 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { runFixture } = require('./helpers');
+const { runFixture, asyncContextFrameFlags } = require('./helpers');
 
-const major = Number(process.versions.node.split('.')[0]);
-const nodeArgs = ['--expose-gc', ...(major === 22 ? ['--experimental-async-context-frame'] : [])];
+const nodeArgs = ['--expose-gc', ...asyncContextFrameFlags()];
 
 test('worker churn with labeled sessions, buffers and forced GCs does not crash', () => {
   const result = runFixture('worker-churn.js', { nodeArgs, args: ['6000'] });

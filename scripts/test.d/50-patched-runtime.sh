@@ -70,7 +70,7 @@ stock_bin=$(bash scripts/runtimes.sh bin primary) || exit 1
 ) || exit 1
 (
   export PATH="$(dirname "$patched"):$PATH"
-  export HEAP_LABELS_STOCK_NODE22="$stock_bin/node" HEAP_LABELS_PATCHED_NODE="$patched"
+  export HEAP_LABELS_STOCK_NODE="$stock_bin/node" HEAP_LABELS_PATCHED_NODE="$patched"
   node --version
   NODE_OPTIONS= node --test --test-reporter=spec --test-timeout=180000 tests/*.test.js
 ) || status=1

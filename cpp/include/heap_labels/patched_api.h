@@ -1,8 +1,9 @@
 // Run-time probe of the patched-V8 sample-labels API.
 //
-// The patched Node.js 22.22.2 built from v8-patches/12.4/ exports the
-// extern "C" entry points declared in its include/node/v8-sample-labels.h;
-// stock runtimes do not. The addon never links to them: it looks them up with
+// A labeled runtime (Node.js built by tools/patched-node/ with the V8 patch
+// series of its line, v8-patches/<V8 major.minor>/) exports the extern "C"
+// entry points declared in its include/node/v8-sample-labels.h; stock runtimes
+// do not. One addon build per Node.js ABI serves both, found here at run time. The addon never links to them: it looks them up with
 // dlsym(RTLD_DEFAULT, ...) once per process and reports on stock runtimes why
 // the capabilities are unavailable (capabilities().reasons).
 
