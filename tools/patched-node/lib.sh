@@ -12,9 +12,10 @@ runtime_key() {
   local profile=$1
   {
     echo "profile=$profile tarball=$NODE_TARBALL_SHA256"
-    (cd "$here" && sha256sum build.sh lib.sh native-deps.sh versions.env configure-args.sh openssl.cnf)
+    (cd "$here" && sha256sum build.sh lib.sh native-deps.sh node-source.sh release.sh versions.env configure-args.sh openssl.cnf)
     (cd "$repo/$V8_PATCH_DIR" && shopt -s nullglob && for p in ./*.patch; do sha256sum "$p"; done)
-    (cd "$here/$NODE_PATCH_DIR" && shopt -s nullglob && for p in ./*.patch; do sha256sum "$p"; done)
+    [ -z "$NODE_PATCH_DIR" ] ||
+      (cd "$here/$NODE_PATCH_DIR" && shopt -s nullglob && for p in ./*.patch; do sha256sum "$p"; done)
   } | sha256sum | cut -c1-16
 }
 
@@ -83,12 +84,23 @@ locate_source() {
 }
 
 locate_tarball() {
+  if [ -n "${NODE_SOURCE:-}" ]; then
+    log "using $NODE_SOURCE ($NODE_SOURCE_KIND, sha256 $NODE_TARBALL_SHA256)"
+    echo "$NODE_SOURCE"
+    return
+  fi
   locate_source "$NODE_TARBALL" "${HEAP_LABELS_NODE_TARBALL:-}" "$NODE_TARBALL_SHA256" "$NODE_TARBALL_URL" "$1"
 }
 
-# ICU for --with-intl=full-icu: extracted once into deps/icu (configure.py builds it from there).
+# ICU for --with-intl=full-icu: extracted once into deps/icu (configure.py builds it from there), unless
+# the source carries its own full ICU (nodejs.org's deps/icu-small with README-FULL-ICU.txt), which
+# configure.py then uses.
 place_icu() {
   local downloads=$1 src=$2
+  if [ -f "$src/deps/icu-small/README-FULL-ICU.txt" ]; then
+    log "the source carries full ICU: $src/deps/icu-small"
+    return
+  fi
   if [ -f "$src/deps/.heap-labels-icu" ] && [ "$(cat "$src/deps/.heap-labels-icu")" = "$ICU_TARBALL_SHA256" ]; then
     log "ICU present: $src/deps/icu"
     return
@@ -101,19 +113,28 @@ place_icu() {
   echo "$ICU_TARBALL_SHA256" > "$src/deps/.heap-labels-icu"
 }
 
-# Extracts the tarball once per tarball hash. deps/v8 becomes a git repository whose first commit is the
-# pristine source, so the patch series can be re-applied from a clean state at every run.
+# Extracts the tarball (or copies the tree of --node-source) once per source hash. deps/v8 becomes a git
+# repository whose first commit is the pristine source, so the patch series can be re-applied from a
+# clean state at every run.
 prepare_source_tree() {
   local tarball=$1 src=$2
   if [ -f "$src/.heap-labels-tarball" ] && [ "$(cat "$src/.heap-labels-tarball")" = "$NODE_TARBALL_SHA256" ]; then
     log "source tree ready: $src"
     return
   fi
-  rm -rf "$src"
-  mkdir -p "$(dirname "$src")"
-  log "extracting into $src"
-  tar --no-same-owner -xf "$tarball" -C "$(dirname "$src")"
-  [ -d "$src" ] || die "tarball did not contain node-v$NODE_VERSION/"
+  rm -rf "$src" "$src.unpack"
+  mkdir -p "$src.unpack"
+  if [ -d "$tarball" ]; then
+    log "copying $tarball into $src"
+    cp -a "$tarball" "$src.unpack/tree"
+  else
+    log "extracting into $src"
+    tar --no-same-owner -xf "$tarball" -C "$src.unpack"
+  fi
+  local top=("$src.unpack"/*)
+  [ ${#top[@]} = 1 ] && [ -f "${top[0]}/src/node_version.h" ] || die "$tarball did not unpack to one Node.js source directory"
+  mv "${top[0]}" "$src"
+  rmdir "$src.unpack"
   (
     cd "$src/deps/v8"
     git init -q
@@ -123,11 +144,18 @@ prepare_source_tree() {
   echo "$NODE_TARBALL_SHA256" > "$src/.heap-labels-tarball"
 }
 
-# JavaScript dependencies: copied or bundled (esbuild) into deps/ as Node's own updater scripts do.
+# JavaScript dependencies: copied or bundled (esbuild) into deps/ as Node's own updater scripts do, when
+# the source lacks them (Debian's tarball; nodejs.org's carries them). esbuild runs on paths relative to
+# the npm work directory: its bundles' comments name them, and they end up in the node binary.
 place_js_deps() {
   local cache=$1 src=$2
-  if [ -f "$src/deps/.heap-labels-js-deps" ] && [ "$(cat "$src/deps/.heap-labels-js-deps")" = "$NPM_DEPS" ]; then
+  local marker="$NPM_DEPS (relative paths)"
+  if [ -f "$src/deps/.heap-labels-js-deps" ] && [ "$(cat "$src/deps/.heap-labels-js-deps")" = "$marker" ]; then
     log "JavaScript dependencies present"
+    return
+  fi
+  if [ ! -f "$src/deps/.heap-labels-js-deps" ] && [ -f "$src/deps/undici/undici.js" ] && [ -f "$src/deps/minimatch/index.js" ]; then
+    log "the source carries its JavaScript dependencies"
     return
   fi
   local work="$cache/node-build/npm"
@@ -146,8 +174,8 @@ place_js_deps() {
   cp "$nm/acorn-walk/dist/walk.js" "$src/deps/acorn/acorn-walk/dist/"
   cp "$nm/acorn/package.json" "$src/deps/acorn/acorn/"
   cp "$nm/acorn-walk/package.json" "$src/deps/acorn/acorn-walk/"
-  "$esbuild" "$nm/minimatch/dist/commonjs/index.js" --bundle --platform=node --log-level=warning \
-    --outfile="$src/deps/minimatch/index.js"
+  (cd "$work" && "$esbuild" node_modules/minimatch/dist/commonjs/index.js --bundle --platform=node \
+    --log-level=warning --outfile="$src/deps/minimatch/index.js")
   cp "$nm/cjs-module-lexer/lexer.js" "$src/deps/cjs-module-lexer/"
   cp "$nm/cjs-module-lexer/dist/lexer.js" "$src/deps/cjs-module-lexer/dist/"
   cp "$nm/cjs-module-lexer/package.json" "$src/deps/cjs-module-lexer/"
@@ -157,7 +185,7 @@ place_js_deps() {
   cp -r "$nm/amaro/dist" "$nm/amaro/package.json" "$src/deps/amaro/"
   mkdir -p "$src/deps/openssl"
   cp "$here/openssl.cnf" "$src/deps/openssl/nodejs-openssl.cnf"
-  echo "$NPM_DEPS" > "$src/deps/.heap-labels-js-deps"
+  echo "$marker" > "$src/deps/.heap-labels-js-deps"
 }
 
 # Resets deps/v8 to the pristine tarball and applies the series. Files whose patched content did not
@@ -196,6 +224,11 @@ apply_node_patches() {
   local applied="$src/.heap-labels-node-patches"
   local p
   shopt -s nullglob
+  # A line without a series: an empty one.
+  if [ ! -d "$patches" ]; then
+    patches="$src/.heap-labels-no-node-patches"
+    mkdir -p "$patches"
+  fi
   if [ -d "$applied" ]; then
     if diff -rq "$applied" "$patches" >/dev/null 2>&1; then
       log "Node.js patches applied already"
@@ -243,7 +276,7 @@ ccache_env() {
 configure_node() {
   local src=$1 profile=$2 cache=$3
   local args
-  args=$(bash "$here/configure-args.sh" "$profile")
+  args=$(bash "$here/configure-args.sh" "$profile" "$src")
   if [ -f "$src/out/Release/build.ninja" ] && [ -f "$src/.heap-labels-configure" ] &&
      [ "$(cat "$src/.heap-labels-configure")" = "$args" ]; then
     log "configured already: $args"

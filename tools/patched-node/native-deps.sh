@@ -5,12 +5,13 @@
 # They go to /usr/local because a library found on the compiler's default paths does not change V8's
 # compile lines (a global -I would, and so would defeat the compiler cache).
 ensure_native_deps() {
-  local cache=$1
+  local cache=$1 src=$2
   local stamp_value
   stamp_value=$({ echo "$LLHTTP_PYPI $ADA_PYPI $CARES_PYPI $SIMDUTF_CRATE $SIMDJSON_SYS_CRATE"; cat "$here/native-deps.sh"; } | sha256sum | cut -c1-16)
   local stamp=/usr/local/lib/heap-labels-node-deps.stamp
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$stamp_value" ]; then
     log "native dependencies present (/usr/local)"
+    relink_if_deps_changed "$src" "$stamp_value"
     return
   fi
   local sudo=""
@@ -29,8 +30,9 @@ ensure_native_deps() {
   local crates
   crates=$(fetch_crates "$work")
 
-  local cflags="-O3 -fPIC"
-  local cxxflags="-O3 -fPIC -std=gnu++20 -fno-exceptions -fno-rtti"
+  # -ffile-prefix-map: the libraries' __FILE__ strings end up in node; they must not name this machine.
+  local cflags="-O3 -fPIC -ffile-prefix-map=$work/="
+  local cxxflags="-O3 -fPIC -std=gnu++20 -fno-exceptions -fno-rtti -ffile-prefix-map=$work/="
   (
     cd "$work"
     tar -xzf pypi/llhttp-9.3.0.0.tar.gz
@@ -63,6 +65,20 @@ ensure_native_deps() {
     "$crates/simdutf/cpp/simdutf.h" "$crates/simdjson/vendor/simdjson/simdjson.h" /usr/local/include/
   $sudo install -m644 "$work"/cares-install/include/*.h /usr/local/include/
   echo "$stamp_value" | $sudo tee "$stamp" >/dev/null
+  relink_if_deps_changed "$src" "$stamp_value"
+}
+
+# ninja does not track libraries found on the linker's default paths: when they changed since the
+# tree's node was linked, its binary goes, so the build links it again.
+relink_if_deps_changed() {
+  local src=$1 value=$2
+  local linked="$src/.heap-labels-native-deps"
+  [ -f "$linked" ] && [ "$(cat "$linked")" = "$value" ] && return
+  if [ -f "$src/out/Release/node" ]; then
+    log "native dependencies changed since node was linked: relinking"
+    rm -f "$src/out/Release/node"
+  fi
+  echo "$value" > "$linked"
 }
 
 verify_sdist() {
