@@ -11,8 +11,7 @@
 
 namespace heap_labels {
 
-IsolateState::IsolateState(v8::Isolate* isolate,
-                           std::size_t external_counters)
+IsolateState::IsolateState(v8::Isolate* isolate, std::size_t external_counters)
     : isolate_(isolate),
       external_counters_(external_counters),
       holders_(isolate) {
@@ -98,8 +97,9 @@ ReadOptions IsolateState::ReadOptionsFor(bool restart_allocations) const {
 
 RawProfile IsolateState::read_profile(bool restart_allocations) {
   RawProfile profile;
-  if (!sampling_ || !ReadAllocationProfile(isolate_, &profile,
-                                           ReadOptionsFor(restart_allocations))) {
+  if (!sampling_ ||
+      !ReadAllocationProfile(isolate_, &profile,
+                             ReadOptionsFor(restart_allocations))) {
     throw std::runtime_error("no sampling heap profiler is running");
   }
   return profile;
@@ -140,7 +140,8 @@ std::size_t IsolateState::register_labels_key(std::size_t key) {
   if (!value->IsObject()) {
     throw std::invalid_argument("the labels key must be an object");
   }
-  if (labels_key_.IsEmpty()) labels_key_.Reset(isolate_, value.As<v8::Object>());
+  if (labels_key_.IsEmpty())
+    labels_key_.Reset(isolate_, value.As<v8::Object>());
   return ToNapiValue(labels_key_.Get(isolate_));
 }
 

@@ -50,8 +50,8 @@ v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
     if (pending != 0) drop_pending_labels(pending);
     return {};
   }
-  auto* record = new Record{this, v8::Global<v8::Object>(isolate_, holder),
-                            word, pending};
+  auto* record =
+      new Record{this, v8::Global<v8::Object>(isolate_, holder), word, pending};
   // Arc<LabelSet> pointers and records are at least 8-byte aligned, as V8
   // requires (2).
   SetAlignedPointer(holder, kHolderWordField, reinterpret_cast<void*>(word));
@@ -65,13 +65,12 @@ v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
 
 // Only objects made by Create() with a record that is still ours count: a
 // value from anywhere else is refused, never dereferenced as a record.
-LabelHolders::Record* LabelHolders::RecordOf(
-    v8::Local<v8::Value> value) const {
+LabelHolders::Record* LabelHolders::RecordOf(v8::Local<v8::Value> value) const {
   if (value.IsEmpty() || !value->IsObject()) return nullptr;
   v8::Local<v8::Object> object = value.As<v8::Object>();
   if (object->InternalFieldCount() != kHolderFieldCount) return nullptr;
-  auto* record = static_cast<Record*>(
-      GetAlignedPointer(object, kHolderRecordField));
+  auto* record =
+      static_cast<Record*>(GetAlignedPointer(object, kHolderRecordField));
   if (records_.count(record) == 0) return nullptr;
   if (record->holder.Get(isolate_) != object) return nullptr;
   return record;
@@ -118,8 +117,7 @@ std::vector<v8::Local<v8::Object>> LabelHolders::Overflowed() const {
 // Runs inside GC weak processing (first pass): it may only reset the handle
 // and free C++/Rust memory. It must not allocate on the JS heap, call into
 // JS or V8 APIs other than Reset, or block.
-void LabelHolders::OnHolderCollected(
-    const v8::WeakCallbackInfo<Record>& info) {
+void LabelHolders::OnHolderCollected(const v8::WeakCallbackInfo<Record>& info) {
   Record* record = info.GetParameter();
   record->holder.Reset();
   record->owner->records_.erase(record);

@@ -35,8 +35,7 @@ void NearHeapLimit::Disarm() {
 
 size_t NearHeapLimit::Callback(void* data, size_t current_heap_limit,
                                size_t /* initial_heap_limit */) {
-  return static_cast<NearHeapLimit*>(data)->OnNearHeapLimit(
-      current_heap_limit);
+  return static_cast<NearHeapLimit*>(data)->OnNearHeapLimit(current_heap_limit);
 }
 
 // What the young generation occupies now (its semi-spaces and large objects):

@@ -110,7 +110,8 @@ PatchedApiStatus patched_api_status() {
   status.sample_labels = api.sample_labels_ready;
   status.external_bytes = api.external_bytes_ready;
   status.sample_labels_reason = api.sample_labels_reason;
-  status.allocations = api.sample_labels_ready && api.start_sampling_v2 != nullptr;
+  status.allocations =
+      api.sample_labels_ready && api.start_sampling_v2 != nullptr;
   status.allocations_reason = status.allocations ? "" : api.allocations_reason;
   status.external_bytes_reason = api.external_bytes_reason;
   return status;

@@ -50,8 +50,7 @@ void CopyNodes(v8::Isolate* isolate, v8::AllocationProfile::Node* root,
     uint32_t index = static_cast<uint32_t>(out->size());
     out->push_back(CopyNode(isolate, *node, parent));
     // Push children in reverse so that they are emitted in V8's order.
-    for (auto it = node->children.rbegin(); it != node->children.rend();
-         ++it) {
+    for (auto it = node->children.rbegin(); it != node->children.rend(); ++it) {
       stack.emplace_back(*it, index);
     }
   }
@@ -127,9 +126,9 @@ bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
   // Before any other V8 call, so before any GC: every sample is then either
   // live in `profile` or among the dead samples, never both, never neither.
   if (options.dead_sample_totals != 0) {
-    out->allocations =
-        take_dead_samples(options.dead_sample_totals,
-                          options.restart_allocations, HighestSampleId(*profile));
+    out->allocations = take_dead_samples(options.dead_sample_totals,
+                                         options.restart_allocations,
+                                         HighestSampleId(*profile));
   }
   CopyNodes(isolate, profile->GetRootNode(), &out->nodes);
   CopySamples(*profile, &out->samples, options.unlabeled_word);

@@ -38,6 +38,7 @@ APT_NEEDS=(
   "g++:build-essential"
   "openssl:openssl"
   "chromium:chromium"
+  "clang-format:clang-format"
 )
 
 PASSED=()

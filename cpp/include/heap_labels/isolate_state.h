@@ -79,8 +79,9 @@ class IsolateState : public HeapLimitDumpSource {
   // The lib's AsyncLocalStorage instance: the key of the label holder in the
   // AsyncContextFrame map. The first one registered stays: every instance of
   // lib/ that shares this addon instance (e.g. one per vm context, as Jest
-  // loads it) uses it, so the isolate has one set of labels. On the patched runtime the capture callback and the
-  // counting allocator hand it to V8's allocation-free CPED lookup.
+  // loads it) uses it, so the isolate has one set of labels. On the patched
+  // runtime the capture callback and the counting allocator hand it to V8's
+  // allocation-free CPED lookup.
   v8::Global<v8::Object> labels_key_;
   // Handed to V8 with a labeled session (points at labels_key_).
   SampleLabelsContext sample_context_;

@@ -54,7 +54,8 @@ struct PatchedApi {
                                               std::size_t*);
   using FindInCpedFn = void* (*)(v8::Isolate*, v8::Value*, int);
   using SwapAllocatorFn =
-      v8::ArrayBuffer::Allocator* (*)(v8::Isolate*, v8::ArrayBuffer::Allocator*);
+      v8::ArrayBuffer::Allocator* (*)(v8::Isolate*,
+                                      v8::ArrayBuffer::Allocator*);
 
   VersionFn version = nullptr;
   StartSamplingFn start_sampling = nullptr;
