@@ -2,7 +2,7 @@
 # Builds one V8 line with heap-labels' patch series on V8 alone (no Node.js), and its gtests.
 #
 #   tools/v8-only/build.sh <line> [--test [gtest args...]] [--jobs N] [--print-test-path]
-#   tools/v8-only/build.sh <line> --has-compiler-cache
+#   tools/v8-only/build.sh <line> --has-built     exit 0 when the line has completed a build here
 #   tools/v8-only/build.sh --lines          the lines that have a series (v8-patches/<line>/)
 #
 # <line> is a V8 line of lines.env (13.6, 14.6, 15.2). The source is the V8 tree of the `v8` crate of
@@ -54,7 +54,7 @@ compgen -G "$series/*.patch" >/dev/null || die "no patch series in v8-patches/$l
 
 run_test=0
 print_test=0
-has_cache=0
+has_built=0
 jobs=$(nproc)
 test_args=()
 while [ $# -gt 0 ]; do
@@ -62,7 +62,7 @@ while [ $# -gt 0 ]; do
     --test) run_test=1; shift; test_args=("$@"); break ;;
     --jobs) jobs=$2; shift 2 ;;
     --print-test-path) print_test=1; shift ;;
-    --has-compiler-cache) has_cache=1; shift ;;
+    --has-built) has_built=1; shift ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -70,8 +70,10 @@ done
 cache=${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}
 export CCACHE_DIR="${HEAP_LABELS_V8_CCACHE_DIR:-$cache/ccache-v8}"
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-20G}
-if [ "$has_cache" = 1 ]; then
-  [ -n "$(ls -A "$CCACHE_DIR" 2>/dev/null)" ]
+# A line that has completed a build here rebuilds incrementally (minutes); one that never has is a cold
+# build of hours.
+if [ "$has_built" = 1 ]; then
+  [ -f "$cache/v8-only/$line.built" ]
   exit
 fi
 
@@ -108,9 +110,9 @@ fetch_crate() {
 
 git_tree() { git -C "$tree" -c user.name=heap-labels -c user.email=heap-labels@users.noreply.invalid "$@"; }
 
-# The pristine crate as a git checkout, made once per line.
+# The pristine crate as a git checkout, made once per line and crate version.
 ensure_tree() {
-  [ -f "$tree/.pristine" ] && return 0
+  [ "$(cat "$tree/.pristine" 2>/dev/null)" = "$crate_version" ] && return 0
   local crate tmp
   crate=$(fetch_crate)
   log "unpacking $(basename "$crate") into $tree"
@@ -137,6 +139,8 @@ tree_key() {
 apply_series() {
   local key=$1 patch
   log "applying the $line series (key $key)"
+  # Until the whole series is applied the tree matches no key: a failure here leaves it to be redone.
+  rm -f "$tree/.applied"
   git_tree checkout -q -- .
   git_tree clean -fdq
   python3 "$here/gn_compat.py" "$tree" >/dev/null
@@ -176,6 +180,7 @@ log "building sample_labels_unittest (ninja -j$jobs; compiler cache $CCACHE_DIR)
 start=$SECONDS
 ninja -C "$out" -j "$jobs" sample_labels_unittest >&2
 log "built in $((SECONDS - start))s ($(ccache -s 2>/dev/null | grep -iE '^ *(hits|misses)' | tr -s ' ' | tr '\n' ';'))"
+echo "$key" >"$tree.built"
 
 [ "$print_test" = 1 ] && echo "$out/sample_labels_unittest"
 if [ "$run_test" = 1 ]; then
