@@ -1,8 +1,15 @@
 'use strict';
 // The production agent: one always-on profiling session plus the ways an operator gets at it —
 // dumps on a signal, an HTTP endpoint, a profile written near the heap limit, per-label counters,
-// and (watchInterval) a watch that flags label sets whose live heap keeps growing (lib/growth.js).
+// and (watchInterval) a watch that flags label sets whose live heap keeps growing (lib/growth.js),
+// and (otlpEndpoint) OTLP profiles pushed to a collector every pushInterval (lib/push.js).
 // Started by heap-labels/register from the environment, or by startAgent(options) from code.
+//
+// Allocations (option allocations, on by default): the session tracks what was allocated per
+// (site, label set) in a window. The window ends at each push when pushing is on, otherwise at
+// each read of the allocs profile (/debug/pprof/allocs, profile({ allocs: true })): each of those
+// reports the allocations since the previous one (a delta), dumps and heap reads report the
+// window so far without ending it.
 //
 // Memory stays bounded: the agent never keeps a profile. A dump copies V8's profile on the main
 // thread, builds, encodes and writes it on a libuv worker thread and drops it; the label sets its
@@ -15,7 +22,9 @@ const { startHeapProfile, sessionOf } = require('./profile');
 const { capabilities } = require('./capabilities');
 const { counters, createCountersReader } = require('./counters');
 const { fromOptions } = require('./config');
-const { createHeapProfileHandler, HEAP_PATH } = require('./endpoint');
+const { createHeapProfileHandler, HEAP_PATH, ALLOCS_PATH } = require('./endpoint');
+const { OtlpPusher, profilesUrl } = require('./push');
+const { nativeOtlpOptions } = require('./otlp');
 const { GrowthWatch, formatEpisode, formatSection } = require('./growth');
 const { ProfileReads, SHARED_PROFILE } = require('./profile-reads');
 const { currentAgent, setCurrentAgent } = require('./current-agent');
@@ -62,6 +71,8 @@ class Agent {
   #watchTimer;
   #watchCounters; // its counters reader
   #reads; // coalesced, spaced in-memory reads (lib/profile-reads.js)
+  #pusher; // the OtlpPusher, when otlpEndpoint is set
+  #otlpOptions; // the resource of pushed profiles
   #stopped = false;
 
   constructor(options) {
@@ -71,6 +82,7 @@ class Agent {
       sampleInterval: options.sampleInterval,
       stackDepth: options.stackDepth,
       maxLabelSets: options.maxLabelSets,
+      trackAllocations: options.allocations,
     });
     this.#session = sessionOf(this.#handle);
     this.#reads = new ProfileReads((what) => this.#copyProfile(what));
@@ -88,6 +100,7 @@ class Agent {
         process.on(options.signal, this.#signalListener);
       }
       if (options.watchInterval > 0) this.#startWatch(options);
+      if (options.otlpEndpoint) this.#startPush(options);
     } catch (err) {
       this.#teardown();
       throw err;
@@ -138,30 +151,33 @@ class Agent {
   }
 
   // The current profile in memory: format 'pprof' (gzip-compressed profile.proto, a Buffer) or
-  // 'summary' (the text per-label table); gc: run a full garbage collection first. Concurrent
-  // callers share one copy of V8's profile, copies are spaced and forced GCs rate-limited
-  // (lib/profile-reads.js): a refused read rejects with code ERR_HEAP_LABELS_BUSY and
-  // `retryAfter` (seconds).
-  async profile({ format = 'pprof', gc = false, reason = 'api' } = {}) {
-    const result = await this[SHARED_PROFILE]({ format, gc, reason });
+  // 'summary' (the text per-label table); gc: run a full garbage collection first; allocs: Go's
+  // allocs profile (the same data, alloc_space the default sample type), whose read ends the
+  // allocation window unless pushes own it. Concurrent callers share one copy of V8's profile,
+  // copies are spaced and forced GCs rate-limited (lib/profile-reads.js): a refused read rejects
+  // with code ERR_HEAP_LABELS_BUSY and `retryAfter` (seconds).
+  async profile({ format = 'pprof', gc = false, reason = 'api', allocs = false } = {}) {
+    const result = await this[SHARED_PROFILE]({ format, gc, reason, allocs });
     // The caller's own Buffer: the shared one may be in other callers' hands.
     return format === 'pprof' ? Buffer.from(result) : result;
   }
 
   // As profile(), but the pprof Buffer may be shared with other callers (the endpoint sends it
   // as it is, whatever the number of clients).
-  async [SHARED_PROFILE]({ format = 'pprof', gc = false, reason = 'api' } = {}) {
+  async [SHARED_PROFILE]({ format = 'pprof', gc = false, reason = 'api', allocs = false } = {}) {
     this.#checkRunning();
     if (format !== 'pprof' && format !== 'summary') {
       throw new TypeError(`heap-labels: profile: format must be 'pprof' or 'summary', got ${JSON.stringify(format)}`);
     }
-    const result = await this.#reads.read(format, gc === true, String(reason));
-    return format === 'pprof' ? result.pprof : result.summary;
+    // The allocs profile is a format of its own: it shares a copy with heap and summary readers.
+    const what = format === 'pprof' && allocs === true ? 'allocs' : format;
+    const result = await this.#reads.read(what, gc === true, String(reason));
+    return result[what];
   }
 
   // One read for the callers of ProfileReads: the GC and the copy hold the main thread (now); the
   // rest is the returned promise.
-  #copyProfile({ pprof, summary, gc, reason }) {
+  #copyProfile({ pprof, summary, allocs, gc, reason }) {
     this.#checkRunning();
     if (gc) native.collectGarbage();
     return native.dumpProfile(this.#session, {
@@ -170,7 +186,26 @@ class Agent {
       pprof,
       summary,
       summaryAppendix: summary ? this.#growthSection() : undefined,
+      allocs,
+      // Scrapes of the allocs profile end the window, unless pushes own it.
+      resetAllocations: allocs && this.#pusher === undefined,
     });
+  }
+
+  // Pushes a window now (it ends with this read): queues its OTLP profile and waits until the
+  // queue is sent or the push timeout passes. Resolves to { sent, pprof } (pprof: the same
+  // window as pprof, when asked). Rejects only when pushing is off or the agent is stopped.
+  async push({ pprof = false } = {}) {
+    this.#checkRunning();
+    if (this.#pusher === undefined) throw new Error('heap-labels: pushing is off (set otlpEndpoint / HEAP_LABELS_OTLP_ENDPOINT)');
+    const window = await this.#pusher.collect({ pprof: pprof === true });
+    const sent = await this.#pusher.flush();
+    return { sent, pprof: window?.pprof };
+  }
+
+  // The pusher's counters (see lib/push.js); undefined when pushing is off.
+  pushStats() {
+    return this.#pusher?.stats();
   }
 
   // The label sets the growth watch flags now (see lib/growth.js): [{ labels, periods, since,
@@ -189,16 +224,19 @@ class Agent {
     this.#checkRunning();
     if (this.#server) return Promise.resolve(this.#address);
     const handler = createHeapProfileHandler({ agent: this, token: token ?? undefined });
+    const allocsHandler = createHeapProfileHandler({ agent: this, token: token ?? undefined, profile: 'allocs' });
     const server = http.createServer(SERVER_OPTIONS, (req, res) => {
       // Nothing a client sends may throw into the app.
       try {
         const pathname = originPath(req.url);
         if (pathname === undefined) {
           plain(res, 400, 'heap-labels: malformed request target\n');
-        } else if (pathname !== HEAP_PATH) {
-          plain(res, 404, `heap-labels serves ${HEAP_PATH} only\n`);
-        } else {
+        } else if (pathname === HEAP_PATH) {
           handler(req, res); // never rejects
+        } else if (pathname === ALLOCS_PATH) {
+          allocsHandler(req, res);
+        } else {
+          plain(res, 404, `heap-labels serves ${HEAP_PATH} and ${ALLOCS_PATH} only\n`);
         }
       } catch (err) {
         log(`HTTP request failed: ${err.message}`);
@@ -243,6 +281,8 @@ class Agent {
     this.#stopped = true;
     this.#reads.close('heap-labels: the agent is stopped');
     this.#stopWatch();
+    this.#pusher?.stop();
+    this.#pusher = undefined;
     if (this.#signalListener) process.removeListener(this.#options.signal, this.#signalListener);
     this.#signalListener = undefined;
     if (this.#server) {
@@ -288,6 +328,35 @@ class Agent {
     this.#watchTimer = undefined;
     this.#watch = undefined;
     this.#watchCounters = undefined; // its pending peaks go with it (a weak entry among the readers)
+  }
+
+  // Pushes on an unref'd timer (lib/push.js): each read ends the allocation window and is
+  // encoded (OTLP, gzip) on a libuv worker thread.
+  #startPush(options) {
+    this.#otlpOptions = nativeOtlpOptions(options.serviceName ? { serviceName: options.serviceName } : {});
+    this.#pusher = new OtlpPusher({
+      url: profilesUrl(options.otlpEndpoint),
+      headers: options.otlpHeaders,
+      interval: options.pushInterval,
+      timeout: options.pushTimeout,
+      queueSize: options.pushQueue,
+      read: ({ pprof = false } = {}) => this.#readWindow(pprof),
+      log,
+    });
+    this.#pusher.start();
+  }
+
+  async #readWindow(pprof) {
+    this.#checkRunning();
+    const result = await native.dumpProfile(this.#session, {
+      reason: 'push',
+      labeled: this.#labeled,
+      pprof,
+      summary: false,
+      resetAllocations: true,
+      otlp: this.#otlpOptions,
+    });
+    return { otlp: result.otlp, pprof: result.pprof ?? undefined };
   }
 
   // The summary is made natively (core/src/summary.rs); the growth section (the watch's, made here)

@@ -74,6 +74,23 @@ function seconds(min, max) {
   };
 }
 
+// A number of seconds in min..max (no off).
+function positiveSeconds(min, max) {
+  const problem = `must be a number of seconds in ${min}..${max}`;
+  const check = (value) => {
+    if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) throw new Problem(problem);
+    return value;
+  };
+  return {
+    range: `${min}..${max} seconds`,
+    check,
+    parse: (text) => {
+      if (!/^\d+(\.\d+)?$/.test(text)) throw new Problem(problem);
+      return check(Number(text));
+    },
+  };
+}
+
 // A writable directory, created when missing (dumps must be writable when they are needed, not
 // only found unwritable then).
 const directory = {
@@ -124,6 +141,91 @@ const listen = {
   },
 };
 listen.parse = listen.check;
+
+const onOff = {
+  range: 'on or off',
+  check: (value) => {
+    if (value === true || value === 'on') return true;
+    if (value === false || value === 'off') return false;
+    throw new Problem('must be on or off (true or false from code)');
+  },
+};
+onOff.parse = onOff.check;
+
+// A collector's URL: http or https, no credentials in it (they go in headers).
+const collectorUrl = {
+  range: 'an http:// or https:// URL (a base URL gets /v1development/profiles), or off',
+  check: (value) => {
+    if (value === null || value === 'off') return null;
+    const bad = 'must be an http:// or https:// URL without user:password (e.g. http://127.0.0.1:4318), or off';
+    if (typeof value !== 'string' || value.length > 2048) throw new Problem(bad);
+    let url;
+    try {
+      url = new URL(value);
+    } catch {
+      throw new Problem(bad);
+    }
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) throw new Problem(bad);
+    return url.toString();
+  },
+};
+collectorUrl.parse = collectorUrl.check;
+
+// Request headers for the collector (auth): OpenTelemetry's OTEL_EXPORTER_OTLP_HEADERS format in
+// the environment (`key=value,key2=value2`, values percent-decoded), an object of strings from
+// code. Names are HTTP tokens; values have no control characters; bounded in count and size.
+const HEADER_NAME_RE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const MAX_HEADERS = 32;
+const MAX_HEADER_BYTES = 8192;
+function checkHeaders(entries) {
+  const bad = `must be at most ${MAX_HEADERS} headers (name: an HTTP token; value: no control characters), ${MAX_HEADER_BYTES} bytes in all`;
+  if (entries.length > MAX_HEADERS) throw new Problem(bad);
+  let bytes = 0;
+  const out = {};
+  for (const [name, value] of entries) {
+    if (typeof name !== 'string' || !HEADER_NAME_RE.test(name) || typeof value !== 'string' || /[\x00-\x1f\x7f]/.test(value)) {
+      throw new Problem(bad);
+    }
+    bytes += name.length + value.length;
+    out[name.toLowerCase()] = value;
+  }
+  if (bytes > MAX_HEADER_BYTES) throw new Problem(bad);
+  return out;
+}
+const headers = {
+  range: 'key=value pairs separated by commas (values percent-encoded), e.g. authorization=Bearer%20abc',
+  check: (value) => {
+    if (value === null) return {};
+    if (typeof value !== 'object' || Array.isArray(value)) throw new Problem('must be an object of header names to strings');
+    return checkHeaders(Object.entries(value));
+  },
+  parse: (text) => {
+    const entries = [];
+    for (const part of text.split(',')) {
+      if (part.trim() === '') continue;
+      const eq = part.indexOf('=');
+      if (eq <= 0) throw new Problem('must be key=value pairs separated by commas (OTEL_EXPORTER_OTLP_HEADERS format)');
+      let value;
+      try {
+        value = decodeURIComponent(part.slice(eq + 1).trim());
+      } catch {
+        throw new Problem('has a value that is not valid percent-encoding');
+      }
+      entries.push([part.slice(0, eq).trim(), value]);
+    }
+    return checkHeaders(entries);
+  },
+};
+
+const serviceName = {
+  range: 'a name of 1..4096 characters',
+  check: (value) => {
+    if (value === null) return null;
+    if (typeof value !== 'string' || value.length === 0 || value.length > 4096) throw new Problem('must be a string of 1..4096 characters');
+    return value;
+  },
+};
+serviceName.parse = serviceName.check;
 
 const token = {
   range: `${MIN_TOKEN}..${MAX_TOKEN} characters of A-Z a-z 0-9 - . _ ~ + / (then =)`,
@@ -177,6 +279,20 @@ const OPTIONS = Object.freeze({
   // drifting slowly (a cache filling up) is not reported, and the unlabeled group on stock
   // runtimes (V8's used heap, uncollected garbage included) needs a real rise.
   watchMinGrowthPercent: { env: 'HEAP_LABELS_WATCH_MIN_GROWTH_PERCENT', kind: integer(0, 10000), default: () => 10 },
+  // Allocated figures per window (trackAllocations): what /debug/pprof/allocs and pushes report.
+  // On by default: no measurable cost per request (benchmark/results/), memory bounded by sites x
+  // label sets, and each push or allocs scrape ends the window (docs/otlp.md).
+  allocations: { env: 'HEAP_LABELS_ALLOCATIONS', kind: onOff, default: () => true },
+  // Pushing OTLP profiles to a collector (lib/push.js): on when an endpoint is set.
+  otlpEndpoint: { env: 'HEAP_LABELS_OTLP_ENDPOINT', kind: collectorUrl, default: () => null },
+  // Secret: a bad value is reported without the value (it may hold credentials).
+  otlpHeaders: { env: 'HEAP_LABELS_OTLP_HEADERS', kind: headers, default: () => ({}), secret: true },
+  pushInterval: { env: 'HEAP_LABELS_PUSH_INTERVAL', kind: positiveSeconds(0.1, 86400), default: () => 60 },
+  pushTimeout: { env: 'HEAP_LABELS_PUSH_TIMEOUT', kind: positiveSeconds(0.1, 600), default: () => 10 },
+  // Profiles waiting while the collector is unreachable; past it the oldest is dropped (counted).
+  pushQueue: { env: 'HEAP_LABELS_PUSH_QUEUE', kind: integer(1, 1000), default: () => 8 },
+  // The resource's service.name (OpenTelemetry's own variable); default unknown_service:<executable>.
+  serviceName: { env: 'OTEL_SERVICE_NAME', kind: serviceName, default: () => null },
 });
 
 function isLoopback(host) {
@@ -209,7 +325,7 @@ function fromEnv(env = process.env) {
       out[key] = spec.kind.parse(text);
     } catch (problem) {
       if (!(problem instanceof Problem)) throw problem;
-      problems.push(`${spec.env}=${JSON.stringify(text)}: ${problem.message}`);
+      problems.push(`${spec.env}${spec.secret ? ' (value not shown)' : `=${JSON.stringify(text)}`}: ${problem.message}`);
     }
   }
   if (problems.length === 0) problems.push(...crossCheck(out, (key) => OPTIONS[key].env));
@@ -240,7 +356,7 @@ function fromOptions(options, where = 'startAgent') {
       out[key] = spec.kind.check(value);
     } catch (problem) {
       if (!(problem instanceof Problem)) throw problem;
-      problems.push(`option ${key} ${problem.message}, got ${JSON.stringify(value)}`);
+      problems.push(`option ${key} ${problem.message}${spec.secret ? '' : `, got ${JSON.stringify(value)}`}`);
     }
   }
   if (problems.length === 0) problems.push(...crossCheck(out, (key) => `option ${key}`));

@@ -7,6 +7,11 @@ export interface HeapProfileHandlerOptions {
   agent?: Agent;
   /** Require `Authorization: Bearer <token>` (at least 16 characters). */
   token?: string;
+  /**
+   * `'heap'` (default) or `'allocs'`: Go's allocs profile, the same data with `alloc_space` the
+   * default sample type; each read ends the agent's allocation window unless pushes own it.
+   */
+  profile?: 'heap' | 'allocs';
 }
 
 /**
@@ -34,3 +39,5 @@ export function koaHeapProfile(
 
 /** `/debug/pprof/heap`. */
 export const HEAP_PATH: string;
+/** `/debug/pprof/allocs`. */
+export const ALLOCS_PATH: string;

@@ -2,7 +2,9 @@
 // The heap profile over HTTP, in Go's net/http/pprof convention, so that
 //   go tool pprof http://127.0.0.1:6060/debug/pprof/heap
 // works: GET returns the gzip-compressed pprof of the agent's session; ?gc=1 runs a full garbage
-// collection first; ?debug=1 returns the text per-label table instead.
+// collection first; ?debug=1 returns the text per-label table instead. With { profile: 'allocs' }
+// it serves Go's /debug/pprof/allocs: the same data with alloc_space the default sample type, a
+// read that ends the agent's allocation window (unless pushes own it, see lib/agent.js).
 //
 // One handler for node:http and express ((req, res)), with thin forms for fastify and koa. The
 // request chooses only among those query options: nothing in it names a file or a path.
@@ -22,6 +24,8 @@ let crypto;
 const cryptoModule = () => (crypto ??= require('node:crypto'));
 
 const HEAP_PATH = '/debug/pprof/heap';
+const ALLOCS_PATH = '/debug/pprof/allocs';
+const PROFILES = ['heap', 'allocs'];
 
 function digest(text) {
   return cryptoModule().createHash('sha256').update(text, 'utf8').digest();
@@ -68,7 +72,7 @@ function sendText(res, status, text, headers) {
   send(res, status, text, { 'content-type': 'text/plain; charset=utf-8', ...headers });
 }
 
-function checkOptions(options, where, allowed = ['agent', 'token']) {
+function checkOptions(options, where, allowed = ['agent', 'token', 'profile']) {
   if (options === undefined) return {};
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new TypeError(`heap-labels: ${where}: options must be an object`);
@@ -81,14 +85,19 @@ function checkOptions(options, where, allowed = ['agent', 'token']) {
   if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length < 16)) {
     throw new RangeError(`heap-labels: ${where}: option token must be a string of at least 16 characters`);
   }
+  if (options.profile !== undefined && !PROFILES.includes(options.profile)) {
+    throw new TypeError(`heap-labels: ${where}: option profile must be 'heap' or 'allocs'`);
+  }
   return options;
 }
 
 // (req, res) => Promise<void>: serves the heap profile for every request it is given (mount it on
 // the path you choose, e.g. app.get('/debug/pprof/heap', handler)). Options: `agent` (default:
-// the running agent of this thread, see startAgent and heap-labels/register), `token`.
+// the running agent of this thread, see startAgent and heap-labels/register), `token`, `profile`
+// ('heap', the default, or 'allocs').
 function createHeapProfileHandler(options) {
-  const { agent, token } = checkOptions(options, 'createHeapProfileHandler');
+  const { agent, token, profile = 'heap' } = checkOptions(options, 'createHeapProfileHandler');
+  const allocs = profile === 'allocs';
   const tokenDigest = token === undefined ? undefined : digest(token);
   return async function heapProfileHandler(req, res) {
     try {
@@ -116,11 +125,11 @@ function createHeapProfileHandler(options) {
         sendText(res, 503, 'heap-labels: no profiling session runs (start one with heap-labels/register or startAgent())\n');
         return;
       }
-      const read = { format: debug ? 'summary' : 'pprof', gc, reason: 'http' };
+      const read = { format: debug ? 'summary' : 'pprof', gc, reason: 'http', allocs };
       const body = await (typeof source[SHARED_PROFILE] === 'function' ? source[SHARED_PROFILE](read) : source.profile(read));
       const headers = debug
         ? { 'content-type': 'text/plain; charset=utf-8' }
-        : { 'content-type': 'application/octet-stream', 'content-disposition': 'attachment; filename="heap"' };
+        : { 'content-type': 'application/octet-stream', 'content-disposition': `attachment; filename="${profile}"` };
       headers['content-length'] = String(Buffer.byteLength(body));
       send(res, 200, req.method === 'HEAD' ? undefined : body, headers);
     } catch (err) {
@@ -146,9 +155,11 @@ function fastifyHeapProfile(options) {
   };
 }
 
-// Koa middleware answering `options.path` (default /debug/pprof/heap): app.use(koaHeapProfile()).
+// Koa middleware answering `options.path` (default /debug/pprof/heap, or /debug/pprof/allocs
+// for profile 'allocs'): app.use(koaHeapProfile()).
 function koaHeapProfile(options) {
-  const { path = HEAP_PATH, ...rest } = checkOptions(options, 'koaHeapProfile', ['agent', 'token', 'path']);
+  const checked = checkOptions(options, 'koaHeapProfile', ['agent', 'token', 'path', 'profile']);
+  const { path = checked.profile === 'allocs' ? ALLOCS_PATH : HEAP_PATH, ...rest } = checked;
   if (typeof path !== 'string' || !path.startsWith('/')) {
     throw new TypeError('heap-labels: koaHeapProfile: option path must start with /');
   }
@@ -160,4 +171,4 @@ function koaHeapProfile(options) {
   };
 }
 
-module.exports = { createHeapProfileHandler, fastifyHeapProfile, koaHeapProfile, HEAP_PATH };
+module.exports = { createHeapProfileHandler, fastifyHeapProfile, koaHeapProfile, HEAP_PATH, ALLOCS_PATH };

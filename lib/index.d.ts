@@ -226,6 +226,26 @@ export interface AgentOptions {
    * HEAP_LABELS_WATCH_MIN_GROWTH_PERCENT.
    */
   watchMinGrowthPercent?: number;
+  /**
+   * Allocated figures per window (trackAllocations), served as /debug/pprof/allocs and pushed;
+   * default true. HEAP_LABELS_ALLOCATIONS (on/off).
+   */
+  allocations?: boolean;
+  /**
+   * Collector to push OTLP profiles to (http/https; a base URL gets /v1development/profiles), or
+   * 'off'/null (default). HEAP_LABELS_OTLP_ENDPOINT.
+   */
+  otlpEndpoint?: string | null;
+  /** Request headers of each push (auth); at most 32. HEAP_LABELS_OTLP_HEADERS (`k=v,k2=v2`, percent-encoded). */
+  otlpHeaders?: Readonly<Record<string, string>>;
+  /** Seconds between pushes; 0.1..86400, default 60. HEAP_LABELS_PUSH_INTERVAL. */
+  pushInterval?: number;
+  /** Seconds a push may take; 0.1..600, default 10. HEAP_LABELS_PUSH_TIMEOUT. */
+  pushTimeout?: number;
+  /** Profiles kept while the collector is unreachable (the oldest is dropped); 1..1000, default 8. HEAP_LABELS_PUSH_QUEUE. */
+  pushQueue?: number;
+  /** The pushed resource's service.name; default unknown_service:<executable>. OTEL_SERVICE_NAME. */
+  serviceName?: string | null;
 }
 
 /** Options after validation: defaults filled in, `dir` absolute, `http` parsed. */
@@ -243,6 +263,36 @@ export interface ResolvedAgentOptions {
   watchPeriods: number;
   watchMinGrowth: number;
   watchMinGrowthPercent: number;
+  allocations: boolean;
+  otlpEndpoint: string | null;
+  otlpHeaders: Record<string, string>;
+  pushInterval: number;
+  pushTimeout: number;
+  pushQueue: number;
+  serviceName: string | null;
+}
+
+/** What the agent's pusher has done since it started (`Agent.pushStats()`). */
+export interface PushStats {
+  /** Windows read. */
+  collected: number;
+  /** Profiles the collector took (2xx). */
+  sent: number;
+  /** Attempts that failed and will be retried (network errors, timeouts, 429/502/503/504). */
+  failedAttempts: number;
+  /** Profiles dropped because the queue was full (the oldest go first). */
+  dropped: number;
+  /** Profiles the collector refused with another status (not retried, as OTLP says). */
+  rejected: number;
+  /** Reads that failed. */
+  readErrors: number;
+  bytesSent: number;
+  /** Profiles waiting. */
+  queued: number;
+  consecutiveFailures: number;
+  lastError: string | undefined;
+  /** ISO time of the last profile the collector took. */
+  lastSuccess: string | undefined;
 }
 
 /** One snapshot of a watched label set. */
@@ -292,14 +342,23 @@ export interface Agent {
   /** Writes a labeled pprof and a text per-label summary into `dir` (atomically). */
   dump(options?: { reason?: string }): Promise<DumpResult>;
   /**
-   * The current profile in memory: gzip'd pprof or the text summary; `gc` runs a full GC first.
-   * Concurrent callers share one copy of V8's profile, copies are spaced (they hold the main thread
-   * at most 10 % of the time) and a full GC runs at most once per 10 s: a read that cannot be
-   * served rejects with an error whose `code` is `ERR_HEAP_LABELS_BUSY` and whose `retryAfter`
-   * says in how many seconds to try again.
+   * The current profile in memory: gzip'd pprof or the text summary; `gc` runs a full GC first;
+   * `allocs`: Go's allocs profile (`alloc_space` the default type), whose read ends the
+   * allocation window unless pushing is on. Concurrent callers share one copy of V8's profile,
+   * copies are spaced (they hold the main thread at most 10 % of the time) and a full GC runs at
+   * most once per 10 s: a read that cannot be served rejects with an error whose `code` is
+   * `ERR_HEAP_LABELS_BUSY` and whose `retryAfter` says in how many seconds to try again.
    */
-  profile(options?: { format?: 'pprof'; gc?: boolean; reason?: string }): Promise<Buffer>;
-  profile(options: { format: 'summary'; gc?: boolean; reason?: string }): Promise<string>;
+  profile(options?: { format?: 'pprof'; gc?: boolean; reason?: string; allocs?: boolean }): Promise<Buffer>;
+  profile(options: { format: 'summary'; gc?: boolean; reason?: string; allocs?: boolean }): Promise<string>;
+  /**
+   * Pushes a window now (it ends with this read) and waits until the queue is sent or the push
+   * timeout passes: `sent` whether it emptied; `pprof` the same window as pprof when asked.
+   * Rejects when pushing is off.
+   */
+  push(options?: { pprof?: boolean }): Promise<{ sent: boolean; pprof: Buffer | undefined }>;
+  /** The pusher's counters; undefined when pushing is off. */
+  pushStats(): PushStats | undefined;
   /** Per-label counters (see `labelCounters`). */
   counters(): LabelCounters;
   /**

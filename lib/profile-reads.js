@@ -56,7 +56,7 @@ class Read {
 }
 
 class ProfileReads {
-  #copy; // ({ pprof, summary, gc, reason }) => Promise<{ pprof, summary }>: holds the main thread, then encodes off it
+  #copy; // ({ pprof, summary, allocs, gc, reason }) => Promise<{ pprof, summary, allocs }>: holds the main thread, then encodes off it
   #now;
   #next; // the scheduled Read (not yet copied)
   #timer; // its setImmediate or setTimeout
@@ -70,7 +70,7 @@ class ProfileReads {
     this.#now = now;
   }
 
-  // Resolves to { pprof, summary } (the one asked for is set; the result may be shared with other
+  // Resolves to { pprof, summary, allocs } (the one asked for is set; the result may be shared with other
   // callers: do not modify it). Rejects with ReadRefusedError when refused.
   read(format, gc, reason) {
     if (this.#waiting >= MAX_WAITING) {
@@ -140,6 +140,7 @@ class ProfileReads {
       pending = this.#copy({
         pprof: read.formats.has('pprof'),
         summary: read.formats.has('summary'),
+        allocs: read.formats.has('allocs'),
         gc: read.gc,
         reason: [...read.reasons].join(', '),
       });

@@ -1,19 +1,20 @@
-//! Dumps and served profiles: the profile is copied from V8 on the isolate thread (the only part
-//! that must run there), then the model is built, encoded (pprof, text summary) and written on a
-//! libuv worker thread, so the event loop pauses only for the copy.
+//! Dumps, served and pushed profiles: the profile is copied from V8 on the isolate thread (the
+//! only part that must run there), then the model is built, encoded (pprof, OTLP, text summary)
+//! and written on a libuv worker thread, so the event loop pauses only for the copy.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use heap_labels_core::summary::{self, SummaryInfo};
-use heap_labels_core::{dump, pprof};
+use heap_labels_core::{dump, otlp, pprof};
 use napi::bindgen_prelude::{AsyncTask, Buffer};
 use napi::{Env, Task};
 use napi_derive::napi;
 
 use crate::error::{self, Error};
 use crate::model;
+use crate::otlp::NativeOtlpOptions;
 use crate::session::{self, RawRead};
 use crate::state::isolate_state;
 
@@ -49,6 +50,14 @@ pub struct NativeDumpOptions {
     pub summary: Option<bool>,
     /// Text appended to the summary, file or in memory (lib/'s growth-watch section).
     pub summary_appendix: Option<String>,
+    /// End the allocation window with this read (pushes, scrapes of the allocs profile).
+    pub reset_allocations: Option<bool>,
+    /// In memory: also the allocs pprof, Go's allocs profile (the same data, `alloc_space` the
+    /// default sample type when the profile has allocation figures).
+    pub allocs: Option<bool>,
+    /// In memory: also the OTLP `ProfilesData` of the same read, gzip-compressed (the body of an
+    /// OTLP/HTTP push with `Content-Encoding: gzip`), with this resource.
+    pub otlp: Option<NativeOtlpOptions>,
 }
 
 /// What a dump produced.
@@ -60,13 +69,25 @@ pub struct NativeDumpResult {
     pub removed: Vec<String>,
     pub pprof: Option<Buffer>,
     pub summary: Option<String>,
+    /// gzip-compressed OTLP `ProfilesData` (asked with `otlp`).
+    pub otlp: Option<Buffer>,
+    /// The allocs pprof (asked with `allocs`).
+    pub allocs: Option<Buffer>,
     /// Live samples in the profile.
     pub samples: u32,
 }
 
 enum Target {
-    Files { dir: PathBuf, keep: usize },
-    Memory { pprof: bool, summary: bool },
+    Files {
+        dir: PathBuf,
+        keep: usize,
+    },
+    Memory {
+        pprof: bool,
+        summary: bool,
+        allocs: bool,
+        otlp: Option<otlp::OtlpOptions>,
+    },
 }
 
 /// The off-thread part of a dump.
@@ -85,6 +106,8 @@ pub struct DumpOutput {
     removed: Vec<PathBuf>,
     pprof: Option<Vec<u8>>,
     summary: Option<String>,
+    otlp: Option<Vec<u8>>,
+    allocs: Option<Vec<u8>>,
     samples: usize,
 }
 
@@ -128,19 +151,38 @@ impl Task for DumpTask {
                     removed,
                     pprof: None,
                     summary: None,
+                    otlp: None,
+                    allocs: None,
                     samples,
                 })
             }
             Target::Memory {
                 pprof: want_pprof,
                 summary: want_summary,
-            } => Ok(DumpOutput {
-                paths: None,
-                removed: Vec::new(),
-                pprof: want_pprof.then(|| pprof::encode_with(profile, &read.encode_options)),
-                summary: want_summary.then(summary_text),
-                samples,
-            }),
+                allocs: want_allocs,
+                otlp: otlp_options,
+            } => {
+                let allocs_options = pprof::EncodeOptions {
+                    alloc_space_default: true,
+                    ..read.encode_options
+                };
+                let otlp = match otlp_options {
+                    Some(options) => Some(otlp::gzip(
+                        &otlp::encode(profile, &read.encode_options, options)
+                            .map_err(|e| napi::Error::from_reason(format!("heap-labels: {e}")))?,
+                    )),
+                    None => None,
+                };
+                Ok(DumpOutput {
+                    paths: None,
+                    removed: Vec::new(),
+                    pprof: want_pprof.then(|| pprof::encode_with(profile, &read.encode_options)),
+                    summary: want_summary.then(summary_text),
+                    otlp,
+                    allocs: want_allocs.then(|| pprof::encode_with(profile, &allocs_options)),
+                    samples,
+                })
+            }
         }
     }
 
@@ -152,6 +194,8 @@ impl Task for DumpTask {
             removed: output.removed.into_iter().map(text).collect(),
             pprof: output.pprof.map(Buffer::from),
             summary: output.summary,
+            otlp: output.otlp.map(Buffer::from),
+            allocs: output.allocs.map(Buffer::from),
             samples: u32::try_from(output.samples).unwrap_or(u32::MAX),
         })
     }
@@ -176,10 +220,12 @@ pub fn dump_profile(
             None => Target::Memory {
                 pprof: options.pprof.unwrap_or(true),
                 summary: options.summary.unwrap_or(true),
+                allocs: options.allocs == Some(true),
+                otlp: options.otlp.as_ref().map(NativeOtlpOptions::to_core),
             },
         };
         let time_nanos = now_nanos();
-        let read = session::read_raw(state, session)?;
+        let read = session::read_raw(state, session, options.reset_allocations == Some(true))?;
         Ok(AsyncTask::new(DumpTask {
             read: Some(read),
             target,

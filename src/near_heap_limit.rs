@@ -69,8 +69,8 @@ pub fn arm_near_heap_limit(
             keep: options.keep as usize,
             labeled: options.labeled,
             sample_interval: running.options.sample_interval,
-            started_at: running.started_at,
-            started: running.started,
+            started_at: running.window_started_at,
+            started: running.window_started,
             registry: Arc::clone(&state.registry),
             counters: state.counters,
         };
@@ -109,6 +109,7 @@ fn write_dump(dumper: &HeapLimitDumper, raw: ffi::RawProfile, external_memory: u
     let encode = EncodeOptions {
         time_nanos: i64::try_from(since_epoch.as_nanos()).unwrap_or(0),
         duration_nanos: i64::try_from(dumper.started.elapsed().as_nanos()).unwrap_or(0),
+        ..EncodeOptions::default()
     };
     let info = SummaryInfo {
         reason: "near-heap-limit",

@@ -36,8 +36,8 @@ pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
     state.session = Some(Session {
         id,
         options,
-        started_at: SystemTime::now(),
-        started: Instant::now(),
+        window_started_at: SystemTime::now(),
+        window_started: Instant::now(),
     });
     Ok(id)
 }
@@ -51,7 +51,18 @@ pub fn read(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Resul
     let external = state.external_input();
     let mut read = model::build_profile(raw, session.options.sample_interval, external);
     read.encode_options = session.encode_options();
+    if reset_allocations {
+        start_window(state);
+    }
     Ok(read)
+}
+
+/// A new allocation window starts now (after a read that reset it).
+fn start_window(state: &mut IsolateAddon) {
+    if let Some(session) = state.session.as_mut() {
+        session.window_started_at = SystemTime::now();
+        session.window_started = Instant::now();
+    }
 }
 
 /// What a dump takes on the isolate thread: V8's profile copied into plain structs and the
@@ -63,18 +74,22 @@ pub struct RawRead {
     pub encode_options: EncodeOptions,
 }
 
-/// Copies the allocation profile of the running session `id` for a dump.
-pub fn read_raw(state: &mut IsolateAddon, id: u32) -> Result<RawRead> {
+/// Copies the allocation profile of the running session `id` for a dump, a served profile or a
+/// push; `reset_allocations` ends the allocation window with this read (pushes, and scrapes of
+/// the allocs profile). Dumps do not: they report allocations since the window's start.
+pub fn read_raw(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Result<RawRead> {
     let session = running(state, id)?;
-    // Dumps report allocations since the session's start (or the last resetting read), as Go's
-    // heap profiles report them since the program's start.
-    let raw = state.v8_mut().read_profile(false)?;
-    Ok(RawRead {
+    let raw = state.v8_mut().read_profile(reset_allocations)?;
+    let read = RawRead {
         raw,
         external: state.external_input(),
         sample_interval: session.options.sample_interval,
         encode_options: session.encode_options(),
-    })
+    };
+    if reset_allocations {
+        start_window(state);
+    }
+    Ok(read)
 }
 
 /// The running session (for the operations modules).

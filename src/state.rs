@@ -111,21 +111,23 @@ impl SessionOptions {
 pub struct Session {
     pub id: u32,
     pub options: SessionOptions,
-    /// When the profiler started, for the pprof header.
-    pub started_at: SystemTime,
-    pub started: Instant,
+    /// When the allocation window started (the session's start, or the last read that reset
+    /// it): the header time of the profiles read in it, whose allocated figures it covers.
+    pub window_started_at: SystemTime,
+    pub window_started: Instant,
 }
 
 impl Session {
-    /// pprof header times: the session start and how long it has run.
+    /// pprof header times: the window's start and how long it has run.
     pub fn encode_options(&self) -> EncodeOptions {
         let since_epoch = self
-            .started_at
+            .window_started_at
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default();
         EncodeOptions {
             time_nanos: i64::try_from(since_epoch.as_nanos()).unwrap_or(0),
-            duration_nanos: i64::try_from(self.started.elapsed().as_nanos()).unwrap_or(0),
+            duration_nanos: i64::try_from(self.window_started.elapsed().as_nanos()).unwrap_or(0),
+            ..EncodeOptions::default()
         }
     }
 }

@@ -82,6 +82,11 @@ pub fn encode(
     Ok(from_pprof(&pprof::build(profile, pprof_options), options)?.encode_to_vec())
 }
 
+/// gzip-compressed bytes (an OTLP/HTTP body sent with `Content-Encoding: gzip`).
+pub fn gzip(raw: &[u8]) -> Vec<u8> {
+    pprof::gzip(raw)
+}
+
 /// A pprof file's bytes (gzip-compressed or not) as an encoded `ProfilesData` message.
 pub fn from_pprof_bytes(bytes: &[u8], options: &OtlpOptions) -> Result<Vec<u8>, OtlpError> {
     let raw;
@@ -548,6 +553,7 @@ mod tests {
         let eo = pprof::EncodeOptions {
             time_nanos: 1_700_000_000_000_000_000,
             duration_nanos: 2_000_000_000,
+            ..pprof::EncodeOptions::default()
         };
         let pprof_message = pprof::build(&p, &eo);
         let bytes = encode(&p, &eo, &options()).unwrap();

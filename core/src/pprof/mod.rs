@@ -33,6 +33,9 @@ pub struct EncodeOptions {
     pub time_nanos: i64,
     /// How long the profiler ran, in nanoseconds; 0 = unset.
     pub duration_nanos: i64,
+    /// `alloc_space` is the default sample type when the profile has allocation figures (Go's
+    /// `/debug/pprof/allocs`); otherwise `inuse_space` (Go's `/debug/pprof/heap`).
+    pub alloc_space_default: bool,
 }
 
 /// The profile as gzip-compressed `profile.proto` bytes, without header times.
@@ -45,7 +48,8 @@ pub fn encode_with(profile: &Profile, options: &EncodeOptions) -> Vec<u8> {
     gzip(&build(profile, options).encode_to_vec())
 }
 
-fn gzip(raw: &[u8]) -> Vec<u8> {
+/// gzip at BestSpeed, into memory.
+pub(crate) fn gzip(raw: &[u8]) -> Vec<u8> {
     let mut gz = GzEncoder::new(Vec::with_capacity(raw.len() / 4 + 64), Compression::fast());
     // Writing into a Vec cannot fail: the only I/O errors would come from the sink.
     gz.write_all(raw).expect("gzip into memory");
@@ -96,7 +100,11 @@ pub fn build(profile: &Profile, options: &EncodeOptions) -> proto::Profile {
     sample_type.push(value_type(&mut strings, "inuse_objects", "count"));
     sample_type.push(value_type(&mut strings, "inuse_space", "bytes"));
     let period_type = value_type(&mut strings, "space", "bytes");
-    let default_sample_type = strings.intern("inuse_space");
+    let default_sample_type = strings.intern(if with_allocations && options.alloc_space_default {
+        "alloc_space"
+    } else {
+        "inuse_space"
+    });
 
     // Functions and locations: one location per node.
     let mut functions: Vec<proto::Function> = Vec::new();
@@ -360,6 +368,17 @@ mod tests {
             ]
         );
         assert_eq!(st(d.default_sample_type), "inuse_space");
+        let allocs = build(
+            &p,
+            &EncodeOptions {
+                alloc_space_default: true,
+                ..EncodeOptions::default()
+            },
+        );
+        assert_eq!(
+            allocs.string_table[allocs.default_sample_type as usize],
+            "alloc_space"
+        );
         let route = |s: &proto::Sample| {
             s.label
                 .iter()
@@ -416,6 +435,7 @@ mod tests {
         let opts = EncodeOptions {
             time_nanos: 1_700_000_000_000_000_000,
             duration_nanos: 5_000_000_000,
+            ..EncodeOptions::default()
         };
         let d = decode(&encode_with(&p, &opts));
         let st = |i: i64| d.string_table[i as usize].as_str();
