@@ -128,6 +128,9 @@ async function main() {
   await settle();
   await agent.dump({ reason: 'soak-final' });
   dumps++;
+  // A collector's scrape of the allocs profile ends the allocation window, whose (site, set)
+  // totals hold the label sets allocated in it (the agent tracks allocations by default).
+  await agent.profile({ allocs: true, reason: 'soak: a scrape ends the allocation window' });
   await settle();
   // Two reads: the first still reports the sets whose external bytes peaked in the last period
   // (and so keeps their labels for one read), the second lets them go. What the second still

@@ -9,7 +9,9 @@
 // (site, label set) in a window. The window ends at each push when pushing is on, otherwise at
 // each read of the allocs profile (/debug/pprof/allocs, profile({ allocs: true })): each of those
 // reports the allocations since the previous one (a delta), dumps and heap reads report the
-// window so far without ending it.
+// window so far without ending it. Without pushes, a window that no allocs read ended for
+// allocationWindow seconds is ended by the agent: the window's totals hold the label sets
+// allocated in it, and rotating sets must not pile up when nobody reads.
 //
 // Memory stays bounded: the agent never keeps a profile. A dump copies V8's profile on the main
 // thread, builds, encodes and writes it on a libuv worker thread and drops it; the label sets its
@@ -73,6 +75,8 @@ class Agent {
   #reads; // coalesced, spaced in-memory reads (lib/profile-reads.js)
   #pusher; // the OtlpPusher, when otlpEndpoint is set
   #otlpOptions; // the resource of pushed profiles
+  #windowStarted = performance.now(); // when the allocation window started
+  #windowTimer; // ends a window nobody ended for allocationWindow seconds (no pushes)
   #stopped = false;
 
   constructor(options) {
@@ -101,6 +105,7 @@ class Agent {
       }
       if (options.watchInterval > 0) this.#startWatch(options);
       if (options.otlpEndpoint) this.#startPush(options);
+      else if (options.allocations) this.#scheduleWindowEnd();
     } catch (err) {
       this.#teardown();
       throw err;
@@ -180,6 +185,7 @@ class Agent {
   #copyProfile({ pprof, summary, allocs, gc, reason }) {
     this.#checkRunning();
     if (gc) native.collectGarbage();
+    if (allocs && this.#pusher === undefined) this.#windowStarted = performance.now();
     return native.dumpProfile(this.#session, {
       reason,
       labeled: this.#labeled,
@@ -283,6 +289,8 @@ class Agent {
     this.#stopWatch();
     this.#pusher?.stop();
     this.#pusher = undefined;
+    clearTimeout(this.#windowTimer);
+    this.#windowTimer = undefined;
     if (this.#signalListener) process.removeListener(this.#options.signal, this.#signalListener);
     this.#signalListener = undefined;
     if (this.#server) {
@@ -344,6 +352,29 @@ class Agent {
       log,
     });
     this.#pusher.start();
+  }
+
+  // Ends the allocation window when nobody did for allocationWindow seconds (an unref'd timer,
+  // rescheduled from the last window end). The read copies V8's profile like any read.
+  #scheduleWindowEnd() {
+    const windowMs = this.#options.allocationWindow * 1000;
+    const due = this.#windowStarted + windowMs - performance.now();
+    this.#windowTimer = setTimeout(() => {
+      this.#windowTimer = undefined;
+      if (this.#stopped) return;
+      if (performance.now() - this.#windowStarted >= windowMs - 1) {
+        this.#windowStarted = performance.now();
+        try {
+          native
+            .dumpProfile(this.#session, { reason: 'allocation window', labeled: this.#labeled, pprof: false, summary: false, resetAllocations: true })
+            .catch((err) => log(`could not end the allocation window: ${err.message}`));
+        } catch (err) {
+          log(`could not end the allocation window: ${err.message}`);
+        }
+      }
+      this.#scheduleWindowEnd();
+    }, Math.max(due, 0));
+    this.#windowTimer.unref();
   }
 
   async #readWindow(pprof) {

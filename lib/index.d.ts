@@ -232,6 +232,11 @@ export interface AgentOptions {
    */
   allocations?: boolean;
   /**
+   * The longest an allocation window lasts when no allocs read ends it (without pushes, which own
+   * the window); 1..86400 seconds, default 60. HEAP_LABELS_ALLOCATION_WINDOW.
+   */
+  allocationWindow?: number;
+  /**
    * Collector to push OTLP profiles to (http/https; a base URL gets /v1development/profiles), or
    * 'off'/null (default). HEAP_LABELS_OTLP_ENDPOINT.
    */
@@ -264,6 +269,7 @@ export interface ResolvedAgentOptions {
   watchMinGrowth: number;
   watchMinGrowthPercent: number;
   allocations: boolean;
+  allocationWindow: number;
   otlpEndpoint: string | null;
   otlpHeaders: Record<string, string>;
   pushInterval: number;

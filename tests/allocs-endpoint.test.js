@@ -110,7 +110,7 @@ test('go tool pprof reads /debug/pprof/allocs: the heap data with alloc_space th
   }
 });
 
-test('each allocs read ends the window; heap reads do not; HEAP_LABELS_ALLOCATIONS=off', { skip: !(caps.allocations && caps.sampleLabels) && 'no labeled allocation figures on this runtime' }, async () => {
+test('each allocs read ends the window; heap reads do not; a window nobody ends lasts HEAP_LABELS_ALLOCATION_WINDOW; HEAP_LABELS_ALLOCATIONS=off', { skip: !(caps.allocations && caps.sampleLabels) && 'no labeled allocation figures on this runtime' }, async () => {
   const app = await startApp({});
   await app.pprof('/debug/pprof/allocs'); // ends the start-up window
   await app.load('/churn', 40);
@@ -120,9 +120,22 @@ test('each allocs read ends the window; heap reads do not; HEAP_LABELS_ALLOCATIO
   assert.ok(heap2['/churn'] >= heap1['/churn'], 'a heap read leaves the window open');
   const allocs1 = allocatedBy(await app.pprof('/debug/pprof/allocs'));
   assert.ok(allocs1['/churn'] >= heap2['/churn'], `${allocs1['/churn']} vs ${heap2['/churn']}`);
+  // Reads in quick succession share one copy (lib/profile-reads.js), and so one window: wait.
+  await sleep(1500);
   const allocs2 = allocatedBy(await app.pprof('/debug/pprof/allocs'));
   assert.ok((allocs2['/churn'] ?? 0) < allocs1['/churn'] / 10, `the next window starts after the allocs read: ${allocs2['/churn']} vs ${allocs1['/churn']}`);
   await app.kill();
+
+  // Nobody ends a window for HEAP_LABELS_ALLOCATION_WINDOW seconds: the agent does (its totals
+  // hold the label sets allocated in it).
+  const windowed = await startApp({ HEAP_LABELS_ALLOCATION_WINDOW: '1' });
+  await windowed.load('/churn', 40);
+  const before = allocatedBy(await windowed.pprof('/debug/pprof/heap'))['/churn'];
+  assert.ok(before > 0);
+  await sleep(2500);
+  const later = allocatedBy(await windowed.pprof('/debug/pprof/heap'))['/churn'] ?? 0;
+  assert.ok(later < before / 10, `the agent ended the window: ${later} vs ${before}`);
+  await windowed.kill();
 
   const off = await startApp({ HEAP_LABELS_ALLOCATIONS: 'off' });
   await off.load('/churn', 10);

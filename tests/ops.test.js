@@ -192,6 +192,14 @@ test('the preload by package name (-r and --import) starts the agent with the en
       watchPeriods: 4,
       watchMinGrowth: 4 * 1024 * 1024,
       watchMinGrowthPercent: 10,
+      allocations: true,
+      allocationWindow: 60,
+      otlpEndpoint: null,
+      otlpHeaders: {},
+      pushInterval: 60,
+      pushTimeout: 10,
+      pushQueue: 8,
+      serviceName: null,
     });
     assert.ok(fs.statSync(dir).isDirectory(), 'HEAP_LABELS_DIR is created');
     if (labeled) assert.doesNotMatch(r.stderr, /heap-labels:/, r.stderr);
@@ -228,7 +236,9 @@ test('SIGUSR2 writes a labeled pprof and a summary atomically, keeping the newes
     assert.equal(path.dirname(pprofPath), dir);
     assert.match(path.basename(pprofPath), new RegExp(`^heap-labels-\\d{8}T\\d{6}\\.\\d{3}Z-${app.child.pid}-\\d+\\.pb\\.gz$`));
     const profile = decodePprof(fs.readFileSync(pprofPath));
-    assert.deepEqual(profile.sampleTypes.map((t) => t.type), ['inuse_objects', 'inuse_space']);
+    // The agent tracks allocations: Go's four heap types where the runtime reports them.
+    const allocated = hl.capabilities().allocations ? ['alloc_objects', 'alloc_space'] : [];
+    assert.deepEqual(profile.sampleTypes.map((t) => t.type), [...allocated, 'inuse_objects', 'inuse_space']);
     assert.equal(profile.period, 16384);
     const summary = fs.readFileSync(summaryPath, 'utf8');
     assert.match(summary, /^# heap-labels per-label summary\n# reason: signal SIGUSR2\n# pid: \d+\n/);
