@@ -295,8 +295,9 @@ const OPTIONS = Object.freeze({
   pushTimeout: { env: 'HEAP_LABELS_PUSH_TIMEOUT', kind: positiveSeconds(0.1, 600), default: () => 10 },
   // Profiles waiting while the collector is unreachable; past it the oldest is dropped (counted).
   pushQueue: { env: 'HEAP_LABELS_PUSH_QUEUE', kind: integer(1, 1000), default: () => 8 },
-  // The resource's service.name (OpenTelemetry's own variable); default unknown_service:<executable>.
-  serviceName: { env: 'OTEL_SERVICE_NAME', kind: serviceName, default: () => null },
+  // The pushed resource's service.name; unset: OpenTelemetry's OTEL_SERVICE_NAME, else
+  // unknown_service:<executable> (lib/otlp.js).
+  serviceName: { env: 'HEAP_LABELS_SERVICE_NAME', kind: serviceName, default: () => null },
 });
 
 function isLoopback(host) {

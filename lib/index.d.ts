@@ -249,7 +249,10 @@ export interface AgentOptions {
   pushTimeout?: number;
   /** Profiles kept while the collector is unreachable (the oldest is dropped); 1..1000, default 8. HEAP_LABELS_PUSH_QUEUE. */
   pushQueue?: number;
-  /** The pushed resource's service.name; default unknown_service:<executable>. OTEL_SERVICE_NAME. */
+  /**
+   * The pushed resource's service.name; default OTEL_SERVICE_NAME, else
+   * unknown_service:<executable>. HEAP_LABELS_SERVICE_NAME.
+   */
   serviceName?: string | null;
 }
 
