@@ -12,10 +12,13 @@
 //!   capture callback, released or handed to the dead-sample totals by V8), a backing-store block
 //!   (retained at its allocation, released at its free). Reads of a profile take references of
 //!   their own for the samples they copy (cpp/sampling.cc), which the model adopts.
+//! - Each function marks its thread as inside a V8 callback (`InV8Callback`) while it runs: in debug
+//!   builds a registry lock taken meanwhile panics (core/src/callback_guard.rs), so a test that
+//!   makes a callback reach one fails.
 //! - Addresses of Rust objects that cpp/ carries (the external counters, the dead-sample totals)
 //!   are made here and turned back into references here, nowhere else.
 
-use heap_labels_core::{DeadSnapshot, ExternalCounters, LabelSet, PendingLabels};
+use heap_labels_core::{DeadSnapshot, ExternalCounters, InV8Callback, LabelSet, PendingLabels};
 
 use crate::allocations::{self, Totals};
 
@@ -24,6 +27,7 @@ use crate::allocations::{self, Totals};
 /// Gives back the reference a word owns (0 is ignored): holder weak callbacks and rebinds, V8
 /// dropping a sample, block frees. One atomic decrement (and a heap free when it was the last).
 pub fn release_label_word(word: usize) {
+    let _callback = InV8Callback::enter();
     if word != 0 {
         // SAFETY: cpp/ passes each word it owns exactly once, so the word still owns its reference.
         unsafe { LabelSet::release_word(word) }
@@ -32,6 +36,7 @@ pub fn release_label_word(word: usize) {
 
 /// Takes one more reference for `word` (0 is ignored): one atomic increment.
 pub fn retain_label_word(word: usize) {
+    let _callback = InV8Callback::enter();
     if word != 0 {
         // SAFETY: cpp/ passes words read from a live label holder (which owns a reference while it
         // is reachable, and it is: it is the current async context's store) or from V8's
@@ -43,6 +48,7 @@ pub fn retain_label_word(word: usize) {
 /// Frees the pending labels of a holder bound to the overflow set (`labels::bind_new_holder` made
 /// the box): at a rebind, in the holder's weak callback or at teardown. A plain free.
 pub fn drop_pending_labels(pending: usize) {
+    let _callback = InV8Callback::enter();
     if pending != 0 {
         // SAFETY: cpp/ passes each box it received from `bind_new_holder` exactly once.
         drop(unsafe { Box::from_raw(pending as *mut PendingLabels) });
@@ -54,6 +60,7 @@ pub fn drop_pending_labels(pending: usize) {
 /// The capture callback, inside V8's `SampleObject`: retains the word for the sample and counts a
 /// live sample for its set. Two atomic increments.
 pub fn capture_sample_word(word: usize) {
+    let _callback = InV8Callback::enter();
     if word != 0 {
         // SAFETY: cpp/ passes the word of the current async context's holder (alive: the frame
         // references it) or the isolate's unlabeled-samples set (alive with the isolate state).
@@ -63,6 +70,7 @@ pub fn capture_sample_word(word: usize) {
 
 /// V8 dropped a sample (GC weak callback or profiler stop): uncounts it and releases its word.
 pub fn release_sample_word(word: usize) {
+    let _callback = InV8Callback::enter();
     if word != 0 {
         // SAFETY: V8 hands back each word captured by `capture_sample_word` exactly once.
         unsafe { LabelSet::release_sample_word(word) }
@@ -90,6 +98,7 @@ unsafe fn totals_at<'a>(address: usize) -> &'a Totals {
 /// V8's death callback (GC weak processing, patched runtime): adds the dead sample to the totals;
 /// `word` (0 or the sample's reference) is consumed.
 pub fn record_dead_sample(address: usize, word: usize, node_id: u32, size: u64, sample_id: u64) {
+    let _callback = InV8Callback::enter();
     // SAFETY: cpp/ passes the address set by `set_dead_sample_totals`, alive as the profiler is.
     let mut totals = allocations::lock(unsafe { totals_at(address) });
     // SAFETY: V8 hands each captured word over exactly once, to the death or the release callback.
@@ -143,6 +152,7 @@ fn set_of(word: usize) -> Option<&'static LabelSet> {
 /// buffer this isolate made) passes word 0. Atomics only (the table allocates plain memory when it
 /// grows).
 pub fn external_alloc(counters: usize, block: usize, word: usize, bytes: usize) {
+    let _callback = InV8Callback::enter();
     let counters = counters_at(counters);
     let word = if word != 0 && counters.words().insert(block, word) {
         // The table's entry owns this reference until the block's free.
@@ -158,6 +168,7 @@ pub fn external_alloc(counters: usize, block: usize, word: usize, bytes: usize) 
 /// before the memory goes, since its address may be handed out again right after): `bytes` leave
 /// the set it was charged to or the unlabeled bucket. Atomics only.
 pub fn external_free(counters: usize, block: usize, bytes: usize) {
+    let _callback = InV8Callback::enter();
     let counters = counters_at(counters);
     let word = counters.words().remove(block).unwrap_or(0);
     counters.on_free(set_of(word), bytes);

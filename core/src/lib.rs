@@ -22,6 +22,7 @@
 
 pub mod allocations;
 pub mod block_words;
+pub mod callback_guard;
 pub mod dump;
 pub mod error;
 pub mod estimate;
@@ -39,6 +40,7 @@ pub use allocations::{
     OTHER_SITES_NODE,
 };
 pub use block_words::BlockWords;
+pub use callback_guard::InV8Callback;
 pub use error::{LabelError, Result};
 pub use external::ExternalCounters;
 pub use labels::{

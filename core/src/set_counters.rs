@@ -22,6 +22,8 @@
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::callback_guard::assert_outside_v8_callback;
+
 /// Slots per chunk: 256 x 32 bytes = 8 KiB. An index into a chunk is a `u8`, so no bounds check.
 const CHUNK: usize = 256;
 
@@ -99,6 +101,7 @@ impl CounterTable {
     /// The slot at `index`, zeroed, for a new set; allocates the chunks up to it. The previous set
     /// at `index`, if any, is gone: an index is handed out again only after its set was dropped.
     pub(crate) fn claim(&self, index: usize) -> SlotRef {
+        assert_outside_v8_callback("the counter table's lock");
         let mut chunks = self.chunks.lock().unwrap_or_else(PoisonError::into_inner);
         let wanted = index / CHUNK + 1;
         while chunks.len() < wanted {
@@ -116,6 +119,7 @@ impl CounterTable {
     /// Calls `f(index, counters)` for every slot with anything to report, in index order: one
     /// sequential scan under the table's lock (so `f` must not intern).
     pub(crate) fn for_each_nonzero(&self, mut f: impl FnMut(usize, &SetCounters)) {
+        assert_outside_v8_callback("the counter table's lock");
         let chunks = self.chunks.lock().unwrap_or_else(PoisonError::into_inner);
         for (c, chunk) in chunks.iter().enumerate() {
             for (offset, slot) in chunk.iter().enumerate() {

@@ -14,6 +14,7 @@ use super::limits::{DEFAULT_MAX_SETS, MAX_ID, OVERFLOW_ID, OVERFLOW_KEY, OVERFLO
 use super::limits::{PRUNE_MIN_CREATED, PRUNE_OVERFLOWED};
 use super::validation::validate_and_sort;
 use super::LabelSet;
+use crate::callback_guard::assert_outside_v8_callback;
 use crate::error::Result;
 use crate::set_counters::CounterTable;
 
@@ -155,6 +156,7 @@ impl LabelRegistry {
     where
         P: AsRef<[(String, String)]> + Into<Vec<(String, String)>>,
     {
+        assert_outside_v8_callback("the registry's intern maps");
         let hash = self.hash_pairs(pairs.as_ref());
 
         if let Some(bucket) = self.by_hash.get(&hash) {
@@ -204,6 +206,7 @@ impl LabelRegistry {
 
     /// A free id: one of a pruned set first, else the next never-used one.
     fn take_id(&self) -> Option<u32> {
+        assert_outside_v8_callback("the registry's free ids");
         let reused = self
             .free_ids
             .lock()
@@ -253,6 +256,7 @@ impl LabelRegistry {
         if id == OVERFLOW_ID {
             return Some(self.overflow());
         }
+        assert_outside_v8_callback("the registry's intern maps");
         let hash = *self.by_id.get(&id)?;
         let bucket = self.by_hash.get(&hash)?;
         bucket.iter().find(|s| s.id() == id).cloned()
@@ -280,6 +284,7 @@ impl LabelRegistry {
     /// calls are safe: the reference count is checked under the shard's write lock, and every other
     /// way to get a new reference (a word, a clone) already owns one.
     pub fn prune(&self) -> usize {
+        assert_outside_v8_callback("the registry's intern maps");
         self.created_since_prune.store(0, Ordering::Relaxed);
         self.overflowed_since_prune.store(0, Ordering::Relaxed);
         let mut removed = Vec::new();
@@ -325,6 +330,7 @@ impl LabelRegistry {
 
     /// Every interned set (not the overflow set), ordered by id.
     pub fn live_sets(&self) -> Vec<Arc<LabelSet>> {
+        assert_outside_v8_callback("the registry's intern maps");
         let mut sets: Vec<_> = self
             .by_hash
             .iter()
@@ -365,6 +371,7 @@ impl fmt::Debug for LabelRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::callback_guard::InV8Callback;
     use crate::labels::*;
     use std::sync::Barrier;
 
@@ -704,5 +711,36 @@ mod tests {
         assert_eq!(ext.len(), 2);
         assert!(ext[0].0.is_overflow() && ext[0].1 == 7);
         assert!(Arc::ptr_eq(&ext[1].0, &a) && ext[1].1 == 10);
+    }
+
+    #[test]
+    #[cfg_attr(
+        not(debug_assertions),
+        ignore = "the guard is compiled into debug builds only"
+    )]
+    #[should_panic(expected = "taken inside a V8 callback")]
+    fn a_registry_lock_inside_a_v8_callback_fails_in_debug_builds() {
+        let reg = LabelRegistry::new(10);
+        let _callback = InV8Callback::enter();
+        let _ = reg.intern(p(&[("k", "v")]));
+    }
+
+    #[test]
+    fn the_word_api_is_what_a_v8_callback_may_use() {
+        let reg = LabelRegistry::new(10);
+        let set = reg.intern(p(&[("k", "v")])).unwrap();
+        let word = LabelSet::as_word(&set);
+        {
+            let _callback = InV8Callback::enter();
+            // SAFETY: `set` holds a reference for the whole block.
+            unsafe {
+                LabelSet::capture_sample_word(word);
+                LabelSet::release_sample_word(word);
+            }
+            set.add_external(1);
+            set.add_external(-1);
+        }
+        // Outside the callback again, locking is fine.
+        assert_eq!(reg.live_sets().len(), 1);
     }
 }
