@@ -13,3 +13,12 @@ export interface PrometheusRegistry {
  * Returns a function that removes them.
  */
 export function registerPrometheus(registry: PrometheusRegistry, options?: { prefix?: string }): () => void;
+
+/**
+ * The Prometheus label name of a label key: the key itself when it is a valid name
+ * (`[A-Za-z_][A-Za-z0-9_]*`) that neither starts with `__` (reserved, e.g. `__name__`) nor with `U__`;
+ * otherwise Prometheus 3's "values" escaping: `U__`, then `_` as `__`, letters and digits as they are,
+ * other characters as `_<hex code point>_` (`user.id` -> `U__user_2e_id`). Distinct keys get distinct
+ * names.
+ */
+export function labelName(key: string): string;

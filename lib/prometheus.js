@@ -7,20 +7,41 @@
 // prom-client stays the app's dependency: this module only calls the registry it is given
 // (registerMetric / removeSingleMetric) with metric objects of prom-client's collection protocol
 // (name, help, type, get(), reset()). Label sets have different keys, which Prometheus allows
-// within one metric; keys are made valid label names (invalid characters become '_').
+// within one metric.
+//
+// Label keys become Prometheus label names one to one: two different label sets never become one
+// series, and no value is dropped. A key that is already a valid name ([A-Za-z_][A-Za-z0-9_]*),
+// not reserved (names starting with "__", like __name__, are Prometheus' own) and not starting
+// with "U__" stays as it is. Any other key is escaped the way Prometheus 3 escapes UTF-8 names
+// ("values" escaping): "U__", then each character: '_' as "__", letters and digits as they are,
+// anything else as "_<hex code point>_". So 'user.id' -> U__user_2e_id, 'é' -> U___e9_,
+// '__name__' -> U______name____, and an escaped name decodes back to its key. Escaped names
+// start with "U__", names kept as they are never do: no two keys share a name.
 
 const { sharedCounters, GAUGES } = require('./metrics-source');
 
-const sanitizedKeys = new Map();
+const VALID_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+function escapedName(key) {
+  let out = 'U__';
+  for (const char of key) {
+    if (char === '_') out += '__';
+    else if (/^[A-Za-z0-9]$/.test(char)) out += char;
+    else out += `_${char.codePointAt(0).toString(16)}_`;
+  }
+  return out;
+}
+
+// The Prometheus label name of a label key (injective and deterministic, see above).
 function labelName(key) {
-  let name = sanitizedKeys.get(key);
+  let name = escapedNames.get(key);
   if (name === undefined) {
-    name = key.replace(/[^A-Za-z0-9_]/g, '_');
-    if (/^[0-9]/.test(name)) name = `_${name}`;
-    if (sanitizedKeys.size < 10000) sanitizedKeys.set(key, name);
+    name = VALID_NAME.test(key) && !key.startsWith('__') && !key.startsWith('U__') ? key : escapedName(key);
+    if (escapedNames.size < 10000) escapedNames.set(key, name);
   }
   return name;
 }
+const escapedNames = new Map();
 
 const promLabels = new WeakMap(); // interned labels -> prometheus label object
 function labelsFor(labels) {
@@ -65,4 +86,4 @@ function registerPrometheus(registry, { prefix = 'heap_labels_' } = {}) {
   };
 }
 
-module.exports = { registerPrometheus };
+module.exports = { registerPrometheus, labelName };

@@ -5,6 +5,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const { isDeepStrictEqual } = require('node:util');
 const http = require('node:http');
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
@@ -188,16 +189,48 @@ test('prom-client: gauges per label set with the labels as metric labels, scrape
   }
 });
 
-test('prom-client: label keys that are not valid Prometheus names are made valid', async () => {
+test('prom-client: label keys become distinct valid Prometheus names (escaped, never collapsed); reserved names are escaped', async (t) => {
+  const { labelName } = require('heap-labels/prometheus');
+  // Each pair collapsed into one name before: now distinct, valid, not reserved, and stable.
+  const pairs = [['user.id', 'user_id'], ['é', 'ü'], ['a.b', 'a_b'], ['__name__', 'name'], ['U__x_2e_', 'x.'], ['1st', '_1st']];
+  for (const [a, b] of pairs) {
+    assert.notEqual(labelName(a), labelName(b), `${a} / ${b}`);
+    for (const k of [a, b]) {
+      assert.match(labelName(k), /^[A-Za-z_][A-Za-z0-9_]*$/, k);
+      assert.ok(!labelName(k).startsWith('__'), `${k} -> ${labelName(k)} is reserved`);
+      assert.equal(labelName(k), labelName(k));
+    }
+  }
+  assert.equal(labelName('route'), 'route');
+  assert.equal(labelName('user.id'), 'U__user_2e_id');
+  assert.equal(labelName('é'), 'U___e9_');
+  assert.equal(labelName('__name__'), 'U______name____');
+
   const client = require('prom-client');
   const registry = new client.Registry();
   const unregister = registerPrometheus(registry, { prefix: 'app_heap_' });
   const handle = hl.startHeapProfile({ sampleInterval: INTERVAL });
   try {
-    const kept = retainUnder({ 'http.route': '/x', '1st': 'y' }, 20000);
+    const kept = [
+      retainUnder({ 'http.route': '/x', '1st': 'y' }, 20000),
+      retainUnder({ 'user.id': '1' }, 20000),
+      retainUnder({ user_id: '1' }, 20000),
+      retainUnder({ 'a.b': 'x', a_b: 'y' }, 20000),
+      retainUnder({ __name__: 'spoof' }, 20000),
+    ];
     const text = await registry.metrics();
     assert.match(text, /^# TYPE app_heap_heap_bytes gauge$/m);
-    if (caps.sampleLabels) assert.match(text, /^app_heap_live_samples\{_1st="y",http_route="\/x"\} \d+$/m);
+    if (!caps.sampleLabels) {
+      t.skip(`label sets have no counters on this runtime (${caps.reasons[0] ?? 'sampleLabels unavailable'}): the names are checked above`);
+    } else {
+      const series = (labels) => new RegExp(`^app_heap_live_samples\\{${labels}\\} \\d+$`, 'm');
+      assert.match(text, series('U__1st="y",U__http_2e_route="/x"'));
+      assert.match(text, series('U__user_2e_id="1"'));
+      assert.match(text, series('user_id="1"'));
+      assert.match(text, series('U__a_2e_b="x",a_b="y"'));
+      assert.match(text, series('U______name____="spoof"'));
+      assert.doesNotMatch(text, /[{,]__name__=/);
+    }
     kept.length = 0;
   } finally {
     unregister();
@@ -205,6 +238,36 @@ test('prom-client: label keys that are not valid Prometheus names are made valid
   }
   assert.throws(() => registerPrometheus({}), /must be a prom-client Registry/);
   assert.throws(() => registerPrometheus(new client.Registry(), { prefix: 'bad prefix' }), /prefix must match/);
+});
+
+test('OpenTelemetry: label sets that differ only in key spelling stay distinct attribute sets', async (t) => {
+  if (!caps.sampleLabels) {
+    t.skip(`label sets have no counters on this runtime (${caps.reasons[0] ?? 'sampleLabels unavailable'})`);
+    return;
+  }
+  const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics');
+  class TestReader extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  const reader = new TestReader();
+  const provider = new MeterProvider({ readers: [reader] });
+  const unregister = registerOpenTelemetry(provider.getMeter('heap-labels-names'));
+  const handle = hl.startHeapProfile({ sampleInterval: INTERVAL });
+  try {
+    const sets = [{ 'user.id': '1' }, { user_id: '1' }, { é: 'same' }, { ü: 'same' }, { 'a.b': 'x', a_b: 'y' }];
+    const kept = sets.map((labels) => retainUnder(labels, 20000));
+    const { resourceMetrics } = await reader.collect();
+    const points = resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).find((m) => m.descriptor.name === 'heap_labels.live_samples').dataPoints;
+    for (const labels of sets) {
+      assert.ok(points.some((p) => isDeepStrictEqual({ ...p.attributes }, { ...labels }) && p.value > 0), JSON.stringify(labels));
+    }
+    kept.length = 0;
+  } finally {
+    unregister();
+    handle.stop();
+    await provider.shutdown();
+  }
 });
 
 test('OpenTelemetry: observable gauges with the labels as attributes, collected by a MetricReader', async () => {
