@@ -4,6 +4,7 @@
 
 const fs = require('node:fs');
 const net = require('node:net');
+const os = require('node:os');
 const path = require('node:path');
 const session = require('./session-options');
 
@@ -91,6 +92,66 @@ function positiveSeconds(min, max) {
   };
 }
 
+// Path components a dump directory may have to be created (mkdir -p is bounded by it: Node's
+// recursive mkdirSync never returns on some paths, e.g. /proc/self/x).
+const MAX_CREATED_COMPONENTS = 64;
+
+// Creates `dir` and its missing parents, one mkdir each: ends after at most one step per missing
+// component, whatever the file system answers.
+function makeDirectory(dir) {
+  const missing = [];
+  let at = dir;
+  for (;;) {
+    let stat;
+    try {
+      stat = fs.statSync(at);
+    } catch (err) {
+      if (err.code !== 'ENOENT') throw err;
+    }
+    if (stat !== undefined) {
+      if (!stat.isDirectory()) throw Object.assign(new Error(`${at} is not a directory`), { code: 'ENOTDIR' });
+      break;
+    }
+    const parent = path.dirname(at);
+    if (parent === at) break;
+    missing.push(at);
+    if (missing.length > MAX_CREATED_COMPONENTS) {
+      throw Object.assign(new Error(`more than ${MAX_CREATED_COMPONENTS} missing directories`), { code: 'ENOENT' });
+    }
+    at = parent;
+  }
+  for (let i = missing.length - 1; i >= 0; i--) {
+    try {
+      fs.mkdirSync(missing[i]);
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+    }
+  }
+}
+
+// Whether files can be made in `dir`: a probe file is created and removed (access(2) says yes
+// for root on read-only directories like /proc, and knows nothing of quotas or ACLs).
+function probeWritable(dir) {
+  const probe = path.join(dir, `.heap-labels-probe-${process.pid}-${Date.now()}`);
+  fs.closeSync(fs.openSync(probe, 'wx'));
+  fs.unlinkSync(probe);
+}
+
+// The checked directory (absolute), or a Problem.
+function writableDirectory(value) {
+  const dir = path.resolve(value);
+  try {
+    makeDirectory(dir);
+    if (!fs.statSync(dir).isDirectory()) throw Object.assign(new Error('not a directory'), { code: 'ENOTDIR' });
+    probeWritable(dir);
+  } catch (err) {
+    const problem = new Problem(`must be a writable directory (created if missing): ${err.code || err.message}`);
+    problem.cause = err.code || err.message;
+    throw problem;
+  }
+  return dir;
+}
+
 // A writable directory, created when missing (dumps must be writable when they are needed, not
 // only found unwritable then).
 const directory = {
@@ -99,18 +160,26 @@ const directory = {
     if (typeof value !== 'string' || value.length === 0 || value.includes('\0')) {
       throw new Problem('must be a writable directory path (created if missing)');
     }
-    const dir = path.resolve(value);
-    try {
-      fs.mkdirSync(dir, { recursive: true });
-      if (!fs.statSync(dir).isDirectory()) throw new Error('not a directory');
-      fs.accessSync(dir, fs.constants.W_OK);
-    } catch (err) {
-      throw new Problem(`must be a writable directory (created if missing): ${err.code || err.message}`);
-    }
-    return dir;
+    return writableDirectory(value);
   },
 };
 directory.parse = directory.check;
+
+// The default dump directory: the working directory, checked as an explicit one is; when dumps
+// cannot be written there, the OS temp directory, and a note saying so.
+function defaultDirectory(notes) {
+  let cwd;
+  let why;
+  try {
+    cwd = process.cwd();
+    return writableDirectory(cwd);
+  } catch (problem) {
+    why = problem instanceof Problem ? `is not writable (${problem.cause})` : `is unknown (${problem.code || problem.message})`;
+  }
+  const dir = writableDirectory(os.tmpdir());
+  notes.push(`dumps go to ${dir}: the working directory${cwd ? ` ${cwd}` : ''} ${why}`);
+  return dir;
+}
 
 const signal = {
   range: `one of ${SIGNALS.join(', ')} or off`,
@@ -239,7 +308,7 @@ const token = {
 };
 token.parse = token.check;
 
-// option name -> { env, kind, default (a function of nothing: the cwd is read at start) }
+// option name -> { env, kind, default (a function of the notes list: the cwd is read at start) }
 const OPTIONS = Object.freeze({
   // The session's options, with startHeapProfile()'s defaults and ranges.
   sampleInterval: {
@@ -257,7 +326,7 @@ const OPTIONS = Object.freeze({
     kind: integer(1, session.LIMITS.maxLabelSets),
     default: () => session.DEFAULTS.maxLabelSets,
   },
-  dir: { env: 'HEAP_LABELS_DIR', kind: directory, default: () => process.cwd() },
+  dir: { env: 'HEAP_LABELS_DIR', kind: directory, default: defaultDirectory },
   keep: { env: 'HEAP_LABELS_KEEP', kind: integer(1, 100000), default: () => 10 },
   signal: { env: 'HEAP_LABELS_SIGNAL', kind: signal, default: () => 'SIGUSR2' },
   http: { env: 'HEAP_LABELS_HTTP', kind: listen, default: () => null },
@@ -316,14 +385,27 @@ function crossCheck(o, name) {
   return [];
 }
 
-// Options from the environment; throws one ConfigError naming every bad variable.
-function fromEnv(env = process.env) {
+// A default that cannot be had (no writable directory for dumps at all) is a problem of the
+// option's own.
+function defaultOf(spec, notes, problems, name) {
+  try {
+    return spec.default(notes);
+  } catch (problem) {
+    if (!(problem instanceof Problem)) throw problem;
+    problems.push(`${name} (default) ${problem.message}`);
+    return undefined;
+  }
+}
+
+// Options from the environment; throws one ConfigError naming every bad variable. What the caller
+// should say once on stderr (a default replaced) is pushed onto `notes`.
+function fromEnv(env = process.env, notes = []) {
   const problems = [];
   const out = {};
   for (const [key, spec] of Object.entries(OPTIONS)) {
     const text = env[spec.env];
     if (text === undefined || text === '') {
-      out[key] = spec.default();
+      out[key] = defaultOf(spec, notes, problems, spec.env);
       continue;
     }
     try {
@@ -338,8 +420,8 @@ function fromEnv(env = process.env) {
   return out;
 }
 
-// Options from code (startAgent): the same values, named by option.
-function fromOptions(options, where = 'startAgent') {
+// Options from code (startAgent): the same values, named by option; notes as fromEnv's.
+function fromOptions(options, where = 'startAgent', notes = []) {
   if (options === undefined) options = {};
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new TypeError(`heap-labels: ${where}: options must be an object`);
@@ -354,7 +436,7 @@ function fromOptions(options, where = 'startAgent') {
   for (const [key, spec] of Object.entries(OPTIONS)) {
     const value = options[key];
     if (value === undefined) {
-      out[key] = spec.default();
+      out[key] = defaultOf(spec, notes, problems, `option ${key}`);
       continue;
     }
     try {

@@ -18,15 +18,17 @@ function register() {
   globalThis[STARTED] = true;
   let options;
   let lib;
+  const notes = [];
   try {
     const { fromEnv } = require('./config');
-    options = fromEnv(process.env);
+    options = fromEnv(process.env, notes);
     lib = { ...require('./agent'), ...require('./capabilities') };
   } catch (err) {
     const problems = err.problems ? err.problems.join('\n  ') : err.message;
     report(`not profiling, the app runs without heap profiling:\n  ${problems}`);
     return;
   }
+  for (const note of notes) report(note);
   let caps;
   try {
     caps = lib.capabilities();

@@ -4,12 +4,15 @@
 //!   `<time>` is [`compact_time`](crate::summary::compact_time) (UTC, sorts chronologically), `<seq>`
 //!   a per-process counter (two dumps in one millisecond) and `<tag>` says why when it is not an
 //!   ordinary request (`oom` for near-heap-limit dumps).
-//! - Atomic: each file is written under a hidden temporary name in the same directory and renamed
-//!   into place, so a reader (or a crash) never sees half a file. The summary is renamed first and
-//!   the pprof last: a `.pb.gz` file means the dump is complete.
-//! - Retention: [`prune`] keeps the newest `keep` dumps of the directory (by the time in the name,
-//!   whatever the pid) and removes the files of older ones; files that do not follow the naming
-//!   are never touched.
+//! - All or nothing: both files are written in full under hidden temporary names in the same
+//!   directory before either is renamed into place, so a full disk (or any write error) leaves no
+//!   file of the dump behind, and a reader never sees half a file. The summary is renamed first and
+//!   the pprof last: a `.pb.gz` file means the dump is complete (a failed last rename takes the
+//!   summary back out).
+//! - Retention: [`prune`] keeps the newest `keep` complete dumps of the directory (by the time in
+//!   the name, whatever the pid) and removes the files of older ones; a summary without its pprof
+//!   (a process killed between the two renames) is not a dump: it is removed once older than the
+//!   oldest kept dump. Files that do not follow the naming are never touched.
 
 use std::fs;
 use std::io::{self, Write};
@@ -41,29 +44,61 @@ pub struct DumpPaths {
     pub summary: PathBuf,
 }
 
-/// Writes `<dir>/<stem>.txt` then `<dir>/<stem>.pb.gz`, each atomically.
+/// Writes `<dir>/<stem>.txt` and `<dir>/<stem>.pb.gz`: both or neither.
 pub fn write(dir: &Path, stem: &str, pprof: &[u8], summary: &str) -> io::Result<DumpPaths> {
-    let summary_path = write_atomically(dir, &format!("{stem}{SUMMARY_EXT}"), summary.as_bytes())?;
-    let pprof_path = write_atomically(dir, &format!("{stem}{PPROF_EXT}"), pprof)?;
+    let summary_name = format!("{stem}{SUMMARY_EXT}");
+    let pprof_name = format!("{stem}{PPROF_EXT}");
+    let summary_tmp = write_temporary(dir, &summary_name, summary.as_bytes())?;
+    let pprof_tmp = match write_temporary(dir, &pprof_name, pprof) {
+        Ok(path) => path,
+        Err(err) => {
+            let _ = fs::remove_file(&summary_tmp);
+            return Err(err);
+        }
+    };
+    let summary_path = dir.join(&summary_name);
+    let pprof_path = dir.join(&pprof_name);
+    if let Err(err) = fs::rename(&summary_tmp, &summary_path) {
+        let _ = fs::remove_file(&summary_tmp);
+        let _ = fs::remove_file(&pprof_tmp);
+        return Err(err);
+    }
+    if let Err(err) = fs::rename(&pprof_tmp, &pprof_path) {
+        let _ = fs::remove_file(&pprof_tmp);
+        let _ = fs::remove_file(&summary_path);
+        return Err(err);
+    }
     Ok(DumpPaths {
         pprof: pprof_path,
         summary: summary_path,
     })
 }
 
-/// Writes `bytes` to `<dir>/.<name>.<pid>.tmp` and renames it to `<dir>/<name>`.
+/// Writes `bytes` to `<dir>/<name>` atomically (a temporary file renamed into place).
 pub fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<PathBuf> {
+    let temporary = write_temporary(dir, name, bytes)?;
     let target = dir.join(name);
+    if let Err(err) = fs::rename(&temporary, &target) {
+        let _ = fs::remove_file(&temporary);
+        return Err(err);
+    }
+    Ok(target)
+}
+
+/// Writes `bytes` in full to `<dir>/.<name>.<pid>.tmp`; on error nothing is left behind.
+fn write_temporary(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<PathBuf> {
     let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let written = fs::File::create(&temporary).and_then(|mut file| {
         file.write_all(bytes)?;
         file.flush()
     });
-    if let Err(err) = written.and_then(|()| fs::rename(&temporary, &target)) {
-        let _ = fs::remove_file(&temporary);
-        return Err(err);
+    match written {
+        Ok(()) => Ok(temporary),
+        Err(err) => {
+            let _ = fs::remove_file(&temporary);
+            Err(err)
+        }
     }
-    Ok(target)
 }
 
 /// The sort key of a dump stem: (time, pid, seq, rest), or `None` for names that are not dumps.
@@ -84,34 +119,44 @@ fn dump_key(stem: &str) -> Option<(&str, u64, u64, &str)> {
     Some((time, pid, seq, parts.next().unwrap_or("")))
 }
 
-/// Removes all but the newest `keep` dumps in `dir`; returns the files removed. Files that are not
-/// named like dumps stay. A file that vanished meanwhile (another process pruning) is no error.
+/// Removes all but the newest `keep` complete dumps in `dir` (and summaries without their pprof
+/// older than the oldest kept dump); returns the files removed. Files that are not named like
+/// dumps stay. A file that vanished meanwhile (another process pruning) is no error.
 pub fn prune(dir: &Path, keep: usize) -> io::Result<Vec<PathBuf>> {
-    let mut stems: Vec<String> = Vec::new();
+    let mut complete: Vec<String> = Vec::new();
     let mut files: Vec<(String, PathBuf)> = Vec::new();
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let stem = name
-            .strip_suffix(PPROF_EXT)
-            .or_else(|| name.strip_suffix(SUMMARY_EXT));
-        let Some(stem) = stem.filter(|s| dump_key(s).is_some()) else {
-            continue;
+        let (stem, is_pprof) = match name.strip_suffix(PPROF_EXT) {
+            Some(stem) => (stem, true),
+            None => match name.strip_suffix(SUMMARY_EXT) {
+                Some(stem) => (stem, false),
+                None => continue,
+            },
         };
-        if !stems.iter().any(|s| s == stem) {
-            stems.push(stem.to_owned());
+        if dump_key(stem).is_none() {
+            continue;
+        }
+        if is_pprof {
+            complete.push(stem.to_owned());
         }
         files.push((stem.to_owned(), entry.path()));
     }
-    if stems.len() <= keep {
+    if complete.len() <= keep {
         return Ok(Vec::new());
     }
-    stems.sort_by(|a, b| dump_key(b).cmp(&dump_key(a))); // newest first
-    let old = &stems[keep..];
+    complete.sort_by(|a, b| dump_key(b).cmp(&dump_key(a))); // newest first
+    let kept = &complete[..keep];
+    let oldest_kept = kept.last();
     let mut removed = Vec::new();
     for (stem, path) in files {
-        if old.contains(&stem) {
+        let old = match oldest_kept {
+            Some(oldest) => dump_key(&stem) < dump_key(oldest),
+            None => true,
+        };
+        if old && !kept.contains(&stem) {
             match fs::remove_file(&path) {
                 Ok(()) => removed.push(path),
                 Err(err) if err.kind() == io::ErrorKind::NotFound => {}
@@ -188,6 +233,65 @@ mod tests {
             .count();
         assert_eq!(hidden, 0);
         assert!(prune(&dir, 2).unwrap().is_empty());
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_file_of_the_dump() {
+        let dir = tmpdir("nothing");
+        let t = 1_700_000_000_000_000_000i64;
+        // The pprof's temporary file cannot be created (a directory holds its name): the summary,
+        // already written, goes too.
+        let s = stem(t, 1, 1, None);
+        let blocker = dir.join(format!(".{s}{PPROF_EXT}.{}.tmp", std::process::id()));
+        fs::create_dir(&blocker).unwrap();
+        assert!(write(&dir, &s, b"pprof", "summary").is_err());
+        fs::remove_dir(&blocker).unwrap();
+        assert!(names(&dir).is_empty(), "{:?}", names(&dir));
+        // The pprof cannot be renamed into place (a non-empty directory holds its name): the
+        // summary, already renamed, is taken back out.
+        let s = stem(t, 1, 2, None);
+        let blocker = dir.join(format!("{s}{PPROF_EXT}"));
+        fs::create_dir_all(blocker.join("x")).unwrap();
+        assert!(write(&dir, &s, b"pprof", "summary").is_err());
+        fs::remove_dir_all(&blocker).unwrap();
+        assert!(names(&dir).is_empty(), "{:?}", names(&dir));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_summary_without_its_pprof_is_not_a_dump_for_retention() {
+        let dir = tmpdir("orphans");
+        let t = 1_700_000_000_000_000_000i64;
+        let at = |i: i64| stem(t + i * 1_000_000, 1, i as u32, None);
+        // An orphan summary older than every dump, one between them, one newer.
+        for i in [0, 2, 9] {
+            fs::write(dir.join(format!("{}{SUMMARY_EXT}", at(i))), "orphan").unwrap();
+        }
+        for i in [1, 3, 4] {
+            write(&dir, &at(i), b"pprof", "summary").unwrap();
+        }
+        let removed = prune(&dir, 2).unwrap();
+        // Kept: dumps 3 and 4 (complete), and the orphan newer than the oldest kept (9: a dump
+        // being written). Gone: dump 1 and the orphans 0 and 2.
+        assert_eq!(removed.len(), 4, "{removed:?}");
+        let mut expected = Vec::new();
+        for i in [3, 4] {
+            expected.push(format!("{}{PPROF_EXT}", at(i)));
+            expected.push(format!("{}{SUMMARY_EXT}", at(i)));
+        }
+        expected.push(format!("{}{SUMMARY_EXT}", at(9)));
+        expected.sort();
+        assert_eq!(names(&dir), expected);
         fs::remove_dir_all(&dir).unwrap();
     }
 
