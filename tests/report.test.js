@@ -2,8 +2,8 @@
 // `heap-labels report|diff` (bin/heap-labels.js, lib/report/) and diffProfiles() on real profiles:
 // a workload (fixtures/report-workload.js) where route /report/big retains far more than
 // /report/small and grows between snapshots. The expected figures come from the pprof files
-// themselves, decoded by the test-only decoder of tests/helpers.js (not the pprof-format library
-// the CLI uses), and from the workload's in-process byLabel(). On stock runtimes samples carry no
+// themselves, decoded by the test-only decoder of tests/helpers.js (not lib/report/pprof-decode.js,
+// the CLI's reader), and from the workload's in-process byLabel(). On stock runtimes samples carry no
 // labels: one unlabeled group; on the patched runtime: one group per route.
 //
 // The HTML views are opened in headless Chromium (tests/browser.js) and read back from the DOM.
@@ -311,7 +311,8 @@ test('package.json bin: heap-labels is bin/heap-labels.js, an executable node sc
   const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
   assert.equal(pkg.bin['heap-labels'], 'bin/heap-labels.js');
   assert.ok(pkg.files.includes('bin/'));
-  assert.ok(pkg.dependencies['pprof-format']);
+  // The reader is the package's own (lib/report/pprof-decode.js): no runtime dependency.
+  assert.equal(pkg.dependencies?.['pprof-format'], undefined);
   const bin = path.join(root, pkg.bin['heap-labels']);
   assert.match(fs.readFileSync(bin, 'utf8'), /^#!\/usr\/bin\/env node\n/);
   assert.ok(fs.statSync(bin).mode & 0o111, 'executable');

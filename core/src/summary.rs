@@ -81,20 +81,23 @@ pub fn render(profile: &Profile, info: &SummaryInfo<'_>) -> String {
 
 /// The one text of a label set wherever heap-labels writes one for people (this summary, the
 /// growth watch's lines, the report's groups): `key="value", other="x"`, keys in the set's order,
-/// values as JSON strings; `(unlabeled)` for no labels. This function owns the format; lib/'s
-/// `labelsText` (lib/report/format.js) follows it, and tests/fixtures/label-text.json holds both
-/// to the same cases.
+/// values as JSON strings with every character unsafe on a terminal escaped (see [`json_string`]),
+/// keys as they are unless they hold such a character or one that would make the text ambiguous
+/// (`"`, `\`, `=`, `,`, space; then as values are); `(unlabeled)` for no labels. No control
+/// character reaches a terminal, and two different sets never share a text. This function owns
+/// the format; lib/'s `labelsText` (lib/report/format.js) follows it, and
+/// tests/fixtures/label-text.json holds both to the same cases.
 pub fn labels_text(labels: &GroupLabels) -> String {
     match labels {
         GroupLabels::Unlabeled => "(unlabeled)".to_owned(),
-        GroupLabels::Value { key, value } => format!("{key}={}", json_string(value)),
+        GroupLabels::Value { key, value } => format!("{}={}", key_text(key), json_string(value)),
         GroupLabels::Set(set) => {
             let mut text = String::new();
             for (i, (k, v)) in set.pairs().iter().enumerate() {
                 if i > 0 {
                     text.push_str(", ");
                 }
-                let _ = write!(text, "{k}={}", json_string(v));
+                let _ = write!(text, "{}={}", key_text(k), json_string(v));
             }
             if text.is_empty() {
                 text.push_str("{}");
@@ -104,10 +107,51 @@ pub fn labels_text(labels: &GroupLabels) -> String {
     }
 }
 
-/// `value` as a JSON string (what JavaScript's `JSON.stringify` writes for it).
+/// Characters that must not reach a terminal as they are: C0 and C1 controls and DEL (newlines
+/// forge rows; ESC and CSI start ANSI/OSC sequences), line and paragraph separators, and the
+/// bidirectional marks, overrides and isolates.
+fn is_unsafe(c: char) -> bool {
+    matches!(c,
+        '\u{0}'..='\u{1f}'
+        | '\u{7f}'..='\u{9f}'
+        | '\u{200e}'
+        | '\u{200f}'
+        | '\u{2028}'
+        | '\u{2029}'
+        | '\u{202a}'..='\u{202e}'
+        | '\u{2066}'..='\u{2069}')
+}
+
+/// `value` as a JSON string (what JavaScript's `JSON.stringify` writes for it), with the unsafe
+/// characters JSON leaves as they are escaped as `\uXXXX` too: still a JSON string of `value`.
 fn json_string(value: &str) -> String {
     // Serializing a str cannot fail.
-    serde_json::to_string(value).unwrap_or_default()
+    let json = serde_json::to_string(value).unwrap_or_default();
+    if !json.chars().any(is_unsafe) {
+        return json;
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if is_unsafe(c) {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// A key as it is when that is unambiguous and safe, else as a JSON string.
+fn key_text(key: &str) -> std::borrow::Cow<'_, str> {
+    let plain = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| !is_unsafe(c) && !matches!(c, '"' | '\\' | '=' | ',' | ' '));
+    if plain {
+        key.into()
+    } else {
+        json_string(key).into()
+    }
 }
 
 /// `2026-12-01T05:30:00.123Z` for nanoseconds since the Unix epoch (UTC, millisecond precision).
@@ -238,6 +282,28 @@ mod tests {
             .trim_start()
             .starts_with(&format!("{leak_bytes:.0}")));
         assert!(!text.contains("carry no labels"));
+    }
+
+    #[test]
+    fn label_keys_and_values_reach_the_text_escaped() {
+        let reg = LabelRegistry::new(10);
+        let hostile = reg
+            .intern(vec![
+                ("k\u{1b}[31m".into(), "v\nforged row\u{1b}]8;;x\u{7}".into()),
+                ("bidi\u{202e}".into(), "\u{9b}c\u{2028}".into()),
+            ])
+            .unwrap();
+        let text = labels_text(&GroupLabels::Set(hostile));
+        assert!(!text.chars().any(is_unsafe), "{text:?}");
+        assert_eq!(
+            text,
+            r#""bidi\u202e"="\u009bc\u2028", "k\u001b[31m"="v\nforged row\u001b]8;;x\u0007""#
+        );
+        let one = labels_text(&GroupLabels::Value {
+            key: "t\u{1b}".into(),
+            value: "\r".into(),
+        });
+        assert_eq!(one, r#""t\u001b"="\r""#);
     }
 
     #[test]

@@ -4,12 +4,13 @@
 // it) form the unlabeled group `{}`; the overflow set stays a group of its own.
 
 const { OVERFLOW_KEY } = require('./model');
-const { labelsText } = require('./format');
+const { labelsText, printable } = require('./format');
 
 const FIGURES = ['inuseBytes', 'inuseObjects', 'allocBytes', 'allocObjects'];
 const UNLABELED = Object.freeze({});
 
-// How a group is named in tables, the HTML and diff rows.
+// How a group is named in tables, the HTML and diff rows: labelsText (format.js), which no two
+// label sets share and which holds no control character.
 function groupLabelsOf(labels, key) {
   if (Object.keys(labels).length === 0) return UNLABELED;
   if (key === undefined || Object.hasOwn(labels, OVERFLOW_KEY)) return labels;
@@ -22,7 +23,7 @@ function add(into, from) {
   for (const f of FIGURES) into[f] += from[f];
 }
 
-const siteText = (frame) => (frame.file ? `${frame.name} ${frame.file}:${frame.line}` : frame.name);
+const siteText = (frame) => (frame.file ? `${printable(frame.name)} ${printable(frame.file)}:${frame.line}` : printable(frame.name));
 
 // Largest in-use first, then allocated, then by name (stable output for equal figures).
 function byFigures(a, b) {
@@ -76,8 +77,23 @@ function callTree(samples, field = 'inuseBytes') {
       node = child;
     }
   }
-  const finish = (n) => ({ name: n.name, value: n.value, children: [...n.children.values()].sort((a, b) => b.value - a.value).map(finish) });
-  return finish(root);
+  return finishTree(root);
+}
+
+// { name, value, children: Map } -> { name, value, children: [] } largest first; iterative, for
+// stacks of any depth.
+function finishTree(root) {
+  const out = { name: root.name, value: root.value, children: [] };
+  const work = [[root, out]];
+  while (work.length) {
+    const [node, into] = work.pop();
+    for (const child of [...node.children.values()].sort((a, b) => b.value - a.value)) {
+      const done = { name: child.name, value: child.value, children: [] };
+      into.children.push(done);
+      work.push([child, done]);
+    }
+  }
+  return out;
 }
 
 module.exports = { groupModel, callTree, siteText, FIGURES, UNLABELED };

@@ -4,7 +4,7 @@
 
 const fs = require('node:fs');
 const { parseArgs } = require('node:util');
-const { readPprofFile, ReportError } = require('./model');
+const { readPprofFile, ReportError, DEFAULT_MAX_INFLATED_BYTES } = require('./model');
 const { groupModel } = require('./aggregate');
 const { diffModels } = require('./diff');
 const { reportText, diffText } = require('./text');
@@ -22,6 +22,9 @@ const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N
   --top N        sites listed per label (default 10; 0: none)
   --html FILE    also write a self-contained HTML view (bars, flame graph, timeline)
   --json         print the figures as JSON instead of the text tables
+  --max-inflated-mib N
+                 largest profile read, in MiB once decompressed (default ${DEFAULT_MAX_INFLATED_BYTES / 1048576}): a
+                 file beyond it is refused, not read
   export --otlp  write the profile as an OpenTelemetry profile (OTLP ProfilesData, protobuf; the
                  body of a POST to a collector's /v1development/profiles), by default beside the
                  input as .otlp.pb; --service-name and --attribute set the resource (needs the
@@ -36,6 +39,7 @@ const OPTIONS = {
   out: { type: 'string', short: 'o' },
   'service-name': { type: 'string' },
   attribute: { type: 'string', multiple: true },
+  'max-inflated-mib': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -52,6 +56,14 @@ function parse(argv) {
   if (values.top !== undefined) {
     if (!/^\d+$/.test(values.top)) throw new ReportError(`--top must be a non-negative integer, got ${JSON.stringify(values.top)}`);
     o.top = Number(values.top);
+  }
+  o.maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES;
+  if (values['max-inflated-mib'] !== undefined) {
+    const mib = values['max-inflated-mib'];
+    if (!/^\d+(\.\d+)?$/.test(mib) || Number(mib) <= 0 || Number(mib) > 1024 * 1024) {
+      throw new ReportError(`--max-inflated-mib must be a number of MiB in (0, 1048576], got ${JSON.stringify(mib)}`);
+    }
+    o.maxInflatedBytes = Math.floor(Number(mib) * 1048576);
   }
   if (o.key !== undefined && o.key === '') throw new ReportError('--key must not be empty');
   if (o.html !== undefined && o.html === '') throw new ReportError('--html needs a file name');
@@ -105,7 +117,7 @@ function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
     }
     if (o.command === 'report') {
       if (o.files.length === 0) throw new ReportError('report: no profile given (heap-labels report <profile.pb.gz>...)');
-      const models = o.files.map(readPprofFile);
+      const models = o.files.map((f) => readPprofFile(f, o));
       if (o.json) {
         io.stdout.write(`${JSON.stringify(models.map((m) => groupsJson(m, o.key, o.top)), null, 2)}\n`);
       } else {
@@ -119,7 +131,7 @@ function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
     }
     if (o.command === 'diff') {
       if (o.files.length !== 2) throw new ReportError(`diff: needs two profiles (base and current), got ${o.files.length}`);
-      const [base, current] = o.files.map(readPprofFile);
+      const [base, current] = o.files.map((f) => readPprofFile(f, o));
       const diff = diffModels(base, current, o);
       io.stdout.write(o.json ? `${JSON.stringify(diff, null, 2)}\n` : diffText(diff, o));
       if (o.html) {

@@ -15,4 +15,9 @@ export function formatDeltaCount(n: number): string;
 /** A percent growth, or "new" for null. */
 export function formatGrowth(percent: number | null): string;
 /** Aligned columns: the first left-aligned, the others right-aligned. */
+/**
+ * Text from a profile as printable text: C0/C1 controls, DEL, line separators and bidirectional
+ * controls as `\n`, `\t`, `\r`, `\xNN` or `\u{NNNN}`, and `\` as `\\` (distinct inputs stay distinct).
+ */
+export function printable(text: string): string;
 export function table(header: string[], rows: (string | number)[][], indent?: string): string;

@@ -12,10 +12,25 @@ const MIN_FRACTION = 1 / 2000;
 // otherwise make a page of tens of MB. The rest still have their bars and timeline points.
 const MAX_TREES = 200;
 
+// A call tree without its nodes under MIN_FRACTION, flat for the page: { name, value, parent }
+// columns in depth-first order (parent: index of the parent, -1 for the root; children keep their
+// order). Flat because trees can be thousands of frames deep, and JSON.stringify (and any
+// recursive walk) of a nested tree that deep overflows the stack.
 function prune(tree) {
   const min = tree.value * MIN_FRACTION;
-  const walk = (n) => ({ name: n.name, value: n.value, children: n.children.filter((c) => c.value >= min).map(walk) });
-  return walk(tree);
+  const flat = { name: [], value: [], parent: [] };
+  const work = [[tree, -1]];
+  while (work.length) {
+    const [node, parent] = work.pop();
+    const index = flat.name.length;
+    flat.name.push(node.name);
+    flat.value.push(node.value);
+    flat.parent.push(parent);
+    for (let i = node.children.length - 1; i >= 0; i--) {
+      if (node.children[i].value >= min) work.push([node.children[i], index]);
+    }
+  }
+  return flat;
 }
 
 function snapshotData(model, key) {
@@ -94,14 +109,15 @@ function reportHtml(models, { key } = {}) {
 function diffHtml(base, current, diff, { key } = {}) {
   const b = groupModel(base, key);
   const c = groupModel(current, key);
-  const samplesOf = (grouped, name) => grouped.groups.find((g) => g.name === name)?.samples ?? [];
+  const byName = (grouped) => new Map(grouped.groups.map((g) => [g.name, g.samples]));
+  const [bs, cs] = [byName(b), byName(c)];
   const groups = diff.groups.map((g, i) => ({
     name: g.name,
     base: g.base,
     current: g.current,
     delta: g.delta,
     percent: g.percent,
-    tree: i < MAX_TREES ? growthTree(samplesOf(b, g.name), samplesOf(c, g.name)) : null,
+    tree: i < MAX_TREES ? growthTree(bs.get(g.name) ?? [], cs.get(g.name) ?? []) : null,
   }));
   return page('heap-labels diff', {
     kind: 'diff',
@@ -143,6 +159,15 @@ const SCRIPT = String.raw`
 'use strict';
 (function () {
   const data = JSON.parse(document.getElementById('heap-labels-data').textContent);
+  // Flat trees (see prune() in lib/report/html.js) back to nodes { name, value, children }.
+  const unflatten = (flat) => {
+    if (!flat) return null;
+    const nodes = flat.name.map((name, i) => ({ name, value: flat.value[i], children: [] }));
+    flat.parent.forEach((p, i) => { if (p >= 0) nodes[p].children.push(nodes[i]); });
+    return nodes[0];
+  };
+  for (const s of data.snapshots || []) for (const g of s.groups) g.tree = unflatten(g.tree);
+  for (const g of data.groups || []) g.tree = unflatten(g.tree);
   const el = (tag, props, children) => {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(props || {})) {
@@ -208,7 +233,7 @@ const SCRIPT = String.raw`
     document.getElementById('sources').textContent = 'base: ' + data.base.source + ' (' + when(data.base.readNanos) + ')\ncurrent: ' + data.current.source + ' (' + when(data.current.readNanos) + ')';
     document.getElementById('labels-heading').textContent = 'Growth per label';
     document.getElementById('flame-measure').textContent = 'in-use bytes gained since the base';
-    const maxDelta = Math.max(1, ...groups.map((g) => Math.abs(g.delta.inuseBytes)));
+    const maxDelta = groups.reduce((m, g) => Math.max(m, Math.abs(g.delta.inuseBytes)), 1);
     const head = ['label', 'base bytes', 'current bytes', 'delta', 'growth', '', 'objects delta'].concat(data.hasAllocations ? ['alloc bytes delta'] : []);
     labelsTable.appendChild(el('tr', {}, head.map((h) => el('th', { text: h }))));
     for (const g of groups) {
@@ -272,16 +297,28 @@ const SCRIPT = String.raw`
     // The path from the root to the focus as full-width bars (click: zoom back out to it).
     path.forEach((n, i) => { if (i < path.length - 1) place(n, i, 0, 1, () => drawFlame(n, path.slice(0, i + 1))); });
     const base = path.length - 1;
-    const walk = (node, level, left, width, nodePath) => {
-      place(node, level, left, width, () => drawFlame(node, nodePath));
+    // Iterative (trees can be thousands of frames deep); a frame's path to the root is made when
+    // it is clicked.
+    const parents = new Map();
+    const pathTo = (node) => {
+      const up = [];
+      for (let n = node; n !== focus; n = parents.get(n)) up.push(n);
+      return path.concat(up.reverse());
+    };
+    const work = [[focus, base, 0, 1]];
+    while (work.length) {
+      const [node, level, left, width] = work.pop();
+      place(node, level, left, width, () => drawFlame(node, pathTo(node)));
       let x = left;
       for (const c of node.children) {
         const w = node.value ? (width * c.value) / node.value : 0;
-        if (w >= 0.002) walk(c, level + 1, x, w, nodePath.concat([c]));
+        if (w >= 0.002) {
+          parents.set(c, node);
+          work.push([c, level + 1, x, w]);
+        }
         x += w;
       }
-    };
-    walk(focus, base, 0, 1, path);
+    }
     flame.style.height = Math.max(depth, 1) * rowHeight + 2 + 'px';
     if (!focus.value) detail.textContent = 'nothing to show for ' + current.name;
   }
@@ -293,10 +330,11 @@ const SCRIPT = String.raw`
     const svg = document.getElementById('timeline');
     const W = 900, H = 260, L = 70, R = 40, T = 10, B = 30;
     svg.setAttribute('viewBox', '0 0 ' + W + ' ' + H);
-    const names = [];
-    for (const s of snapshots) for (const g of s.groups) if (!names.includes(g.name)) names.push(g.name);
+    const seen = new Set();
+    let maxBytes = 1;
+    for (const s of snapshots) for (const g of s.groups) { seen.add(g.name); maxBytes = Math.max(maxBytes, g.inuseBytes); }
+    const names = [...seen];
     const t0 = snapshots[0].readNanos, t1 = snapshots[snapshots.length - 1].readNanos;
-    const maxBytes = Math.max(1, ...snapshots.flatMap((s) => s.groups.map((g) => g.inuseBytes)));
     const x = (t, i) => L + (t1 > t0 ? (t - t0) / (t1 - t0) : i / Math.max(1, snapshots.length - 1)) * (W - L - R);
     const y = (b) => T + (1 - b / maxBytes) * (H - T - B);
     const mk = (tag, attrs, text) => {
@@ -312,10 +350,11 @@ const SCRIPT = String.raw`
     snapshots.forEach((s, i) => mk('text', { x: x(s.readNanos, i), y: H - B + 16, 'text-anchor': 'middle', 'font-size': 11 },
       t1 > t0 ? '+' + ((s.readNanos - t0) / 1e9).toFixed(1) + ' s' : '#' + (i + 1)));
     const legend = document.getElementById('legend');
+    const byName = snapshots.map((s) => new Map(s.groups.map((g) => [g.name, g])));
     names.forEach((name, k) => {
       const color = colors[k % colors.length];
       const points = snapshots.map((s, i) => {
-        const g = s.groups.find((gg) => gg.name === name);
+        const g = byName[i].get(name);
         return { t: s.readNanos, i, b: g ? g.inuseBytes : 0 };
       });
       const line = mk('polyline', { fill: 'none', stroke: color, 'stroke-width': 2, 'data-label': name,

@@ -41,9 +41,21 @@ export interface HeapModel {
 export class ReportError extends Error {}
 
 /** gzip'd (or plain) profile.proto bytes -> model; throws ReportError naming `source`. */
-export function readPprof(bytes: Uint8Array, source?: string): HeapModel;
+export function readPprof(bytes: Uint8Array, source?: string, options?: ReadOptions): HeapModel;
 /** Reads and decodes a pprof file; throws ReportError naming the file. */
-export function readPprofFile(file: string): HeapModel;
+export function readPprofFile(file: string, options?: ReadOptions): HeapModel;
+
+/**
+ * Bounds of a read: `maxInflatedBytes` is the largest profile read once decompressed (default
+ * `DEFAULT_MAX_INFLATED_BYTES`, 64 MiB); larger input, and more repeated elements than one per
+ * 16 bytes of it, are refused with a ReportError.
+ */
+export interface ReadOptions {
+  maxInflatedBytes?: number;
+}
+
+/** 64 MiB. */
+export const DEFAULT_MAX_INFLATED_BYTES: number;
 /** An in-process read -> model (in-use figures; per-site allocated figures are not in `samples`). */
 export function fromAllocationProfile(profile: AllocationProfile, source?: string): HeapModel;
 /** A frozen label object with sorted keys. */

@@ -1,11 +1,19 @@
 'use strict';
 // Reading profiles into the label/site model the report, diff and HTML views share: a flat list of
 // samples, each with its label set, its stack (leaf first) and its four figures. pprof files (what
-// toPprof() and the agent write) are decoded with pprof-format; in-process AllocationProfile reads
-// are converted from what they expose (samples, head, sampleInterval), so both paths meet here.
+// toPprof() and the agent write, or anyone else: untrusted input) are decoded by ./pprof-decode.js
+// within bounds; in-process AllocationProfile reads are converted from what they expose (samples,
+// head, sampleInterval), so both paths meet here.
 
 const fs = require('node:fs');
 const zlib = require('node:zlib');
+const { decodeProfile, DecodeError } = require('./pprof-decode');
+
+// The largest profile read, decompressed (the CLI's --max-inflated-mib raises it): a gzip bomb
+// stops here. Repeated elements are bounded by the size too (one per ELEMENT_BYTES bytes), which
+// keeps the memory of the decoded profile within a small multiple of it.
+const DEFAULT_MAX_INFLATED_BYTES = 64 * 1024 * 1024;
+const ELEMENT_BYTES = 16;
 
 // The overflow set's key (core/src/labels/limits.rs): a group of its own, whatever key is grouped by.
 const OVERFLOW_KEY = 'heap_labels.overflow';
@@ -22,33 +30,39 @@ class ReportError extends Error {
 
 const num = (v) => (typeof v === 'bigint' ? Number(v) : Number(v ?? 0));
 
-// Frozen label objects with sorted keys, so that equal sets print and compare alike.
+// Frozen label objects with sorted keys, so that equal sets print and compare alike. Keys are
+// defined, not assigned: a key "__proto__" from a file is a label like any other.
 function canonicalLabels(pairs) {
   const labels = {};
-  for (const [k, v] of [...pairs].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) labels[k] = v;
+  for (const [k, v] of [...pairs].sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))) {
+    Object.defineProperty(labels, k, { value: v, enumerable: true, writable: true, configurable: true });
+  }
   return Object.freeze(labels);
 }
 
-// gzip'd (or raw) profile.proto bytes -> model. `source` names the input in errors and views.
-function readPprof(bytes, source = 'profile') {
+// gzip'd (or raw) profile.proto bytes -> model. `source` names the input in errors and views;
+// `maxInflatedBytes` bounds the decompressed size (default 64 MiB).
+function readPprof(bytes, source = 'profile', { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } = {}) {
+  const limit = `${formatMiB(maxInflatedBytes)} (raise it with --max-inflated-mib)`;
   let raw;
   const gzipped = bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
   try {
-    raw = gzipped ? zlib.gunzipSync(bytes) : bytes;
+    raw = gzipped ? zlib.gunzipSync(bytes, { maxOutputLength: maxInflatedBytes }) : bytes;
   } catch (e) {
+    if (e.code === 'ERR_BUFFER_TOO_LARGE') throw new ReportError(`${source}: decompresses to more than ${limit}`);
     throw new ReportError(`${source}: not a gzip'd pprof profile (${e.message})`);
   }
-  // Loaded here, not with the module: the package entry point (diffProfiles) reaches this file,
-  // and loading lib/ must not need the decoder (nor its resolution from every realm lib/ runs in).
-  const { Profile } = require('pprof-format');
+  if (raw.length > maxInflatedBytes) throw new ReportError(`${source}: larger than ${limit}`);
+  if (!Buffer.isBuffer(raw)) raw = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
   let p;
   try {
-    p = Profile.decode(raw);
+    p = decodeProfile(raw, { maxElements: Math.max(1024, Math.floor(maxInflatedBytes / ELEMENT_BYTES)) });
   } catch (e) {
-    throw new ReportError(`${source}: not a pprof profile (${e.message})`);
+    if (!(e instanceof DecodeError)) throw e;
+    throw new ReportError(`${source}: not a pprof profile (${e.message}${/repeated elements/.test(e.message) ? `; the limit follows ${limit}` : ''})`);
   }
-  const strings = p.stringTable.strings;
-  const str = (i) => strings[num(i)] ?? '';
+  const strings = p.stringTable;
+  const str = (i) => strings[i] ?? '';
   const types = p.sampleType.map((t) => ({ type: str(t.type), unit: str(t.unit) }));
   const index = (type) => types.findIndex((t) => t.type === type);
   const at = {
@@ -111,15 +125,38 @@ function readPprof(bytes, source = 'profile') {
   };
 }
 
-function readPprofFile(file) {
+const formatMiB = (bytes) => `${+(bytes / 1048576).toFixed(2)} MiB`;
+
+// A file's bytes, refused beyond `maxInflatedBytes` before they are read (a compressed profile is
+// never larger than what it decompresses to, give or take gzip's header).
+function readPprofFile(file, { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } = {}) {
+  const max = maxInflatedBytes + 1024;
+  const tooLarge = () => new ReportError(`${file}: larger than ${formatMiB(maxInflatedBytes)} (raise it with --max-inflated-mib)`);
   let bytes;
+  let fd;
   try {
-    bytes = fs.readFileSync(file);
+    fd = fs.openSync(file, 'r');
+    if (fs.fstatSync(fd).size > max) throw tooLarge();
+    // Read in chunks up to the limit: a device or a pipe has no size (/dev/zero never ends).
+    const chunks = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(Math.min(1 << 20, max + 1 - total));
+      const n = fs.readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      chunks.push(n === chunk.length ? chunk : chunk.subarray(0, n));
+      total += n;
+      if (total > max) throw tooLarge();
+    }
+    bytes = Buffer.concat(chunks, total);
   } catch (e) {
+    if (e instanceof ReportError) throw e;
     const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'is a directory' : e.message;
     throw new ReportError(`${file}: cannot read: ${why}`);
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
-  return readPprof(bytes, file);
+  return readPprof(bytes, file, { maxInflatedBytes });
 }
 
 // V8's scaling of one sample (as core/src/profile.rs: count / (1 - exp(-size / interval))).
@@ -182,4 +219,4 @@ function fromAllocationProfile(profile, source = 'profile') {
   };
 }
 
-module.exports = { readPprof, readPprofFile, fromAllocationProfile, ReportError, OVERFLOW_KEY, canonicalLabels };
+module.exports = { readPprof, readPprofFile, DEFAULT_MAX_INFLATED_BYTES, fromAllocationProfile, ReportError, OVERFLOW_KEY, canonicalLabels };
