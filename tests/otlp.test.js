@@ -204,7 +204,7 @@ test('export: bad input is one line on stderr and exit status 2', () => {
   fs.writeFileSync(junk, zlib.gzipSync(Buffer.from([0xff, 0xff, 0xff, 0xff])));
   const cases = [
     [['export', '--otlp', junk], /junk\.pb\.gz: not a pprof profile/],
-    [['export', '--otlp', path.join(tmp, 'missing.pb.gz')], /cannot read: ENOENT/],
+    [['export', '--otlp', path.join(tmp, 'missing.pb.gz')], /cannot read: no such file/],
     [['export', junk], /--otlp/],
     [['report', junk, '--otlp'], /--otlp is an option of export/],
     [['export', '--otlp', junk, '--attribute', 'novalue'], /KEY=VALUE/],

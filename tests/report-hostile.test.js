@@ -109,6 +109,12 @@ test('a gzip bomb is refused at the inflated-size cap, fast and small; --max-inf
   const big = write('big.pb', Buffer.alloc(65 * 1024 * 1024, 0x32));
   assertBadInput(cli(['report', big]), /big\.pb: larger than 64 MiB/);
   fs.rmSync(big);
+  // A device without end, for every command that reads profiles (export --otlp too).
+  for (const args of [['report', '/dev/zero'], ['diff', '/dev/zero', '/dev/zero'], ['export', '--otlp', '/dev/zero', '--out', path.join(tmp, 'zero.otlp.pb')]]) {
+    const z = cli(args);
+    assertBadInput(z, /\/dev\/zero: larger than 64 MiB/);
+    assert.ok(z.maxRssMiB < 400, `${args[0]}: peak RSS ${z.maxRssMiB.toFixed(0)} MiB`);
+  }
 });
 
 test('1M strings are read in one pass; more repeated elements than the size allows are refused', (t) => {

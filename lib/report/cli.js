@@ -143,7 +143,7 @@ function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
     if (o.command === 'export') {
       if (!o.otlp) throw new ReportError('export: say which format: --otlp (the only one)');
       if (o.files.length !== 1) throw new ReportError(`export: needs one profile, got ${o.files.length}`);
-      const { out, bytes } = exportOtlp(o.files[0], { out: o.out, serviceName: o.serviceName, attributes: o.attributes });
+      const { out, bytes } = exportOtlp(o.files[0], { out: o.out, serviceName: o.serviceName, attributes: o.attributes, maxInflatedBytes: o.maxInflatedBytes });
       io.stderr.write(`wrote ${out} (${bytes} bytes)\n`);
       return 0;
     }

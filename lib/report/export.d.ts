@@ -3,7 +3,13 @@
 /** Writes the pprof file `file` as an OTLP ProfilesData message; throws a ReportError on bad input. */
 export function exportOtlp(
   file: string,
-  options?: { out?: string; serviceName?: string; attributes?: Readonly<Record<string, string | number>> },
+  options?: {
+    out?: string;
+    serviceName?: string;
+    attributes?: Readonly<Record<string, string | number>>;
+    /** Largest input read, in bytes (default 64 MiB; `--max-inflated-mib`). */
+    maxInflatedBytes?: number;
+  },
 ): { out: string; bytes: number };
 /** `<name>.otlp.pb` beside a `<name>.pb.gz` input. */
 export function defaultOutput(file: string): string;

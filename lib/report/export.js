@@ -7,7 +7,7 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { ReportError } = require('./model');
+const { ReportError, readProfileBytes } = require('./model');
 
 // Where the OTLP file goes by default: beside the input, `.otlp.pb` for `.pb.gz`/`.pb`.
 function defaultOutput(file) {
@@ -16,7 +16,7 @@ function defaultOutput(file) {
 }
 
 // Converts `file`; returns { out, bytes }. Bad input and a missing addon are ReportErrors.
-function exportOtlp(file, { out = defaultOutput(file), serviceName, attributes } = {}) {
+function exportOtlp(file, { out = defaultOutput(file), serviceName, attributes, maxInflatedBytes } = {}) {
   let native;
   let otlpOptions;
   try {
@@ -32,12 +32,8 @@ function exportOtlp(file, { out = defaultOutput(file), serviceName, attributes }
   } catch (e) {
     throw new ReportError(e.message.replace(/^heap-labels: /, ''));
   }
-  let input;
-  try {
-    input = fs.readFileSync(file);
-  } catch (e) {
-    throw new ReportError(`${file}: cannot read: ${e.code ?? e.message}`);
-  }
+  // Bounded as the report's reads are (a device or a huge file is refused, not read whole).
+  const input = readProfileBytes(file, { maxInflatedBytes });
   let encoded;
   try {
     encoded = native.pprofToOtlp(input, otlpOptions(checked, { thisProcess: false }));

@@ -44,6 +44,8 @@ export class ReportError extends Error {}
 export function readPprof(bytes: Uint8Array, source?: string, options?: ReadOptions): HeapModel;
 /** Reads and decodes a pprof file; throws ReportError naming the file. */
 export function readPprofFile(file: string, options?: ReadOptions): HeapModel;
+/** A profile file's bytes, refused (ReportError) beyond `maxInflatedBytes` before more is read. */
+export function readProfileBytes(file: string, options?: ReadOptions): Buffer;
 
 /**
  * Bounds of a read: `maxInflatedBytes` is the largest profile read once decompressed (default

@@ -130,9 +130,14 @@ const formatMiB = (bytes) => `${+(bytes / 1048576).toFixed(2)} MiB`;
 // A file's bytes, refused beyond `maxInflatedBytes` before they are read (a compressed profile is
 // never larger than what it decompresses to, give or take gzip's header).
 function readPprofFile(file, { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } = {}) {
+  return readPprof(readProfileBytes(file, { maxInflatedBytes }), file, { maxInflatedBytes });
+}
+
+// A profile file's bytes (for any reader of them: the report, export --otlp), refused beyond
+// `maxInflatedBytes` before more is read; ReportError naming the file.
+function readProfileBytes(file, { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } = {}) {
   const max = maxInflatedBytes + 1024;
   const tooLarge = () => new ReportError(`${file}: larger than ${formatMiB(maxInflatedBytes)} (raise it with --max-inflated-mib)`);
-  let bytes;
   let fd;
   try {
     fd = fs.openSync(file, 'r');
@@ -148,7 +153,7 @@ function readPprofFile(file, { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } =
       total += n;
       if (total > max) throw tooLarge();
     }
-    bytes = Buffer.concat(chunks, total);
+    return Buffer.concat(chunks, total);
   } catch (e) {
     if (e instanceof ReportError) throw e;
     const why = e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'is a directory' : e.message;
@@ -156,7 +161,6 @@ function readPprofFile(file, { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } =
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
   }
-  return readPprof(bytes, file, { maxInflatedBytes });
 }
 
 // V8's scaling of one sample (as core/src/profile.rs: count / (1 - exp(-size / interval))).
@@ -219,4 +223,4 @@ function fromAllocationProfile(profile, source = 'profile') {
   };
 }
 
-module.exports = { readPprof, readPprofFile, DEFAULT_MAX_INFLATED_BYTES, fromAllocationProfile, ReportError, OVERFLOW_KEY, canonicalLabels };
+module.exports = { readPprof, readPprofFile, readProfileBytes, DEFAULT_MAX_INFLATED_BYTES, fromAllocationProfile, ReportError, OVERFLOW_KEY, canonicalLabels };
