@@ -44,7 +44,7 @@
 // missing from a snapshot is dropped at once, and at most `maxSeries` sets are tracked (the
 // counters have at most maxLabelSets + 2 groups anyway: the overflow and unlabeled groups).
 
-const { labelsText, formatBytes } = require('./report/format');
+const { labelsText, formatBytes } = require('./format');
 
 const NOISE_Z = 4;
 

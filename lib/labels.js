@@ -48,9 +48,14 @@ function describe(value) {
   return typeof name === 'string' && name ? `an instance of ${name}` : 'an object with a custom prototype';
 }
 
+// A key in a message, as core/src/error.rs writes it: cut to MAX_KEY_BYTES bytes of UTF-8 (on a
+// character boundary, `...` appended), then a JSON string.
 function quote(key) {
-  const shown = key.length > 40 ? `${key.slice(0, 40)}...` : key;
-  return JSON.stringify(shown);
+  if (utf8Length(key, MAX_KEY_BYTES) <= MAX_KEY_BYTES) return JSON.stringify(key);
+  let end = Math.min(key.length, MAX_KEY_BYTES);
+  while (Buffer.byteLength(key.slice(0, end), 'utf8') > MAX_KEY_BYTES) end--;
+  if (end > 0 && key.charCodeAt(end - 1) >= 0xd800 && key.charCodeAt(end - 1) <= 0xdbff) end--;
+  return JSON.stringify(`${key.slice(0, end)}...`);
 }
 
 function isPlainObject(value) {
@@ -95,8 +100,7 @@ function validate(labels, where) {
   }
   if (keys.length > MAX_LABELS) {
     throw new RangeError(
-      `heap-labels: ${where}: ${keys.length} labels, more than the limit of ${MAX_LABELS} ` +
-        `(label ${quote(keys[MAX_LABELS])} is one too many)`,
+      `heap-labels: ${where}: ${keys.length} labels, more than the limit of ${MAX_LABELS}`,
     );
   }
   if (keys.length > 1) keys.sort();
@@ -124,10 +128,11 @@ function checkPair(key, descriptor, where) {
     );
   }
   const keyBytes = utf8Length(key, MAX_KEY_BYTES);
-  if (keyBytes === 0 || keyBytes > MAX_KEY_BYTES) {
+  if (keyBytes === 0) throw new RangeError(`heap-labels: ${where}: label keys must not be empty`);
+  if (keyBytes > MAX_KEY_BYTES) {
     throw new RangeError(
-      `heap-labels: ${where}: label key ${quote(key)} is ${keyBytes} bytes long; ` +
-        `keys must be 1..${MAX_KEY_BYTES} bytes of UTF-8`,
+      `heap-labels: ${where}: label key ${quote(key)} is ${keyBytes} bytes long, ` +
+        `more than the limit of ${MAX_KEY_BYTES} bytes`,
     );
   }
   if (!key.isWellFormed()) {
@@ -140,7 +145,7 @@ function checkPair(key, descriptor, where) {
   if (valueBytes > MAX_VALUE_BYTES) {
     throw new RangeError(
       `heap-labels: ${where}: the value of label ${quote(key)} is ${valueBytes} bytes long, ` +
-        `more than the limit of ${MAX_VALUE_BYTES} bytes of UTF-8`,
+        `more than the limit of ${MAX_VALUE_BYTES} bytes`,
     );
   }
   if (!value.isWellFormed()) {
@@ -231,11 +236,11 @@ function internWith(labels, key, value, where) {
   const [keys, values] = pairsOf.get(labels);
   if (keys.length >= MAX_LABELS) {
     throw new RangeError(
-      `heap-labels: ${where}: ${keys.length + 1} labels with ${quote(key)}, more than the limit of ${MAX_LABELS}`,
+      `heap-labels: ${where}: ${keys.length + 1} labels, more than the limit of ${MAX_LABELS}`,
     );
   }
   if (keys.includes(key)) {
-    throw new TypeError(`heap-labels: ${where}: label ${quote(key)} is given twice`);
+    throw new TypeError(`heap-labels: ${where}: label key ${quote(key)} appears more than once`);
   }
   checkPair(key, { value, enumerable: true }, where);
   return internPairs([...keys, key], [...values, value]);

@@ -1,7 +1,8 @@
 //! The addon's one error enum and its mapping to JS errors at the napi boundary.
 //!
 //! Label problems become `TypeError`/`RangeError` naming the key; lifecycle problems become `Error`.
-//! lib/ validates first and throws its own messages; these are the native side's last line.
+//! lib/ validates first, with the same messages (core's `LabelError`); these are the native side's
+//! last line.
 
 use heap_labels_core::LabelError;
 use napi::{Env, Status};
@@ -50,7 +51,9 @@ impl Error {
     /// Which JS error class this error becomes.
     pub fn js_class(&self) -> JsErrorClass {
         match self {
-            Error::Label(LabelError::DuplicateKey { .. }) => JsErrorClass::TypeError,
+            Error::Label(LabelError::DuplicateKey { .. } | LabelError::ReservedKey { .. }) => {
+                JsErrorClass::TypeError
+            }
             Error::Label(_) | Error::InvalidOption { .. } => JsErrorClass::RangeError,
             Error::LabelArity { .. } => JsErrorClass::TypeError,
             Error::ProfilerBusy

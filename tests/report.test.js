@@ -131,7 +131,7 @@ function labelName(labels, key) {
 }
 
 test('label text: lib/ writes every case of tests/fixtures/label-text.json as core/src/summary.rs does', () => {
-  const { labelsText } = require('../lib/report/format');
+  const { labelsText } = require('../lib/format');
   const cases = JSON.parse(fs.readFileSync(path.join(__dirname, 'fixtures', 'label-text.json'), 'utf8'));
   for (const [pairs, text] of cases) assert.equal(labelsText(Object.fromEntries(pairs)), text);
 });

@@ -81,7 +81,7 @@ test('limits: 32 labels, keys 1..128 bytes, values up to 1024 bytes of UTF-8 (Ra
 
   assert.ok(labelsOf({ ['é'.repeat(64)]: 'v' })); // 128 bytes
   throwsNaming(() => withHeapProfileLabels({ ['é'.repeat(65)]: 'v' }, () => {}), RangeError, 'ééé', '130 bytes');
-  throwsNaming(() => withHeapProfileLabels({ '': 'v' }, () => {}), RangeError, '""', '0 bytes');
+  throwsNaming(() => withHeapProfileLabels({ '': 'v' }, () => {}), RangeError, 'label keys must not be empty');
 
   assert.equal(labelsOf({ big: 'x'.repeat(1024) }).big.length, 1024);
   assert.equal(labelsOf({ empty: '' }).empty, '');
@@ -97,6 +97,43 @@ test('lone surrogates are rejected, valid astral characters are kept', () => {
 
 test('fn must be a function', () => {
   throwsNaming(() => withHeapProfileLabels({ a: 'b' }, 'nope'), TypeError, 'fn must be a function');
+});
+
+test('label rules: lib/ throws what the core throws for the same labels (core\'s wording and class)', () => {
+  // lib/labels.js checks the rules up front (a fresh label object costs no native call); the core
+  // (core/src/labels/validation.rs, core/src/error.rs) owns them. createLabelHolder hands pairs to
+  // the core's checks directly.
+  const { native } = require('../lib/native');
+  const many = Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']);
+  const cases = [
+    many,
+    [['', 'v']],
+    [['é'.repeat(65), 'v']],
+    [['€'.repeat(50), 'v']],
+    [['big', 'x'.repeat(1025)]],
+    [['big', '€'.repeat(342)]],
+    [['__proto__', 'x']],
+    [['heap_labels.mine', '1']],
+    [['q"uote\n', 'x'.repeat(1025)]],
+  ];
+  for (const pairs of cases) {
+    let core;
+    try {
+      native.createLabelHolder(pairs.map((p) => p[0]), pairs.map((p) => p[1]));
+    } catch (err) {
+      core = err;
+    }
+    assert.ok(core, `the core accepted ${JSON.stringify(pairs).slice(0, 80)}`);
+    let js;
+    try {
+      withHeapProfileLabels(Object.fromEntries(pairs), () => {});
+    } catch (err) {
+      js = err;
+    }
+    assert.ok(js, `lib/ accepted ${JSON.stringify(pairs).slice(0, 80)}`);
+    assert.equal(js.constructor, core.constructor, core.message);
+    assert.equal(js.message, core.message.replace(/^heap-labels: /, 'heap-labels: withHeapProfileLabels: '));
+  }
 });
 
 test('a barrage of odd inputs only ever throws TypeError or RangeError', () => {

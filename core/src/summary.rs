@@ -85,7 +85,7 @@ pub fn render(profile: &Profile, info: &SummaryInfo<'_>) -> String {
 /// keys as they are unless they hold such a character or one that would make the text ambiguous
 /// (`"`, `\`, `=`, `,`, space; then as values are); `(unlabeled)` for no labels. No control
 /// character reaches a terminal, and two different sets never share a text. This function owns
-/// the format; lib/'s `labelsText` (lib/report/format.js) follows it, and
+/// the format; lib/'s `labelsText` (lib/format.js) follows it, and
 /// tests/fixtures/label-text.json holds both to the same cases.
 pub fn labels_text(labels: &GroupLabels) -> String {
     match labels {
@@ -209,7 +209,7 @@ mod tests {
     use crate::labels::LabelRegistry;
     use crate::profile::{CallFrame, Sample};
 
-    /// The cases lib/report/format.js's `labelsText` is held to as well (tests/report.test.js).
+    /// The cases lib/format.js's `labelsText` is held to as well (tests/report.test.js).
     #[test]
     fn label_text_follows_the_shared_cases() {
         let cases: Vec<(Vec<(String, String)>, String)> =
