@@ -142,7 +142,7 @@ function throwsNaming(fn, ErrorClass, ...fragments) {
 
 test('bad options fail at setup with an error naming the option or label key', () => {
   throwsNaming(() => httpRouteLabels({ key: 7 }), TypeError, '"key"');
-  throwsNaming(() => httpRouteLabels({ key: '' }), RangeError, 'label key ""');
+  throwsNaming(() => httpRouteLabels({ key: '' }), RangeError, 'label keys must not be empty');
   throwsNaming(() => httpRouteLabels({ unmatched: 'x'.repeat(2000) }), RangeError, '"route"', 'unmatched');
   throwsNaming(() => httpRouteLabels({ key: 'tenant', unmatched: '\ud800' }), TypeError, '"tenant"', 'well-formed');
   throwsNaming(() => httpRouteLabels({ labels: 'tenant' }), TypeError, '"labels"');
