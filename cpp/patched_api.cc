@@ -20,10 +20,9 @@ Fn FindSymbol(const char* name) {
 
 void ExplainStock(PatchedApi* api) {
   const std::string v8 = v8::V8::GetVersion();
-  api->sample_labels_reason =
-      "sampleLabels: this runtime's V8 " + v8 +
-      " has no sample-labels API (symbol " + kVersionSymbol +
-      " not found)";
+  api->sample_labels_reason = "sampleLabels: this runtime's V8 " + v8 +
+                              " has no sample-labels API (symbol " +
+                              kVersionSymbol + " not found)";
   api->allocations_reason =
       SamplesCarryLiveness()
           ? "allocations: this runtime's V8 " + v8 +

@@ -3,9 +3,10 @@
 // A labeled runtime (Node.js built by tools/patched-node/ with the V8 patch
 // series of its line, v8-patches/<V8 major.minor>/) exports the extern "C"
 // entry points declared in its include/node/v8-sample-labels.h; stock runtimes
-// do not. One addon build per Node.js ABI serves both, found here at run time. The addon never links to them: it looks them up with
-// dlsym(RTLD_DEFAULT, ...) once per process and reports on stock runtimes why
-// the capabilities are unavailable (capabilities().reasons).
+// do not. One addon build per Node.js ABI serves both, found here at run time.
+// The addon never links to them: it looks them up with dlsym(RTLD_DEFAULT, ...)
+// once per process and reports on stock runtimes why the capabilities are
+// unavailable (capabilities().reasons).
 
 #ifndef HEAP_LABELS_PATCHED_API_H_
 #define HEAP_LABELS_PATCHED_API_H_
