@@ -27,7 +27,22 @@ IsolateState::~IsolateState() {
 }
 
 bool IsolateState::start_sampling(const StartOptions& options) {
-  if (sampling_) return false;
+  if (sampling_) {
+    // Our session may have been stopped underneath us (the inspector's
+    // HeapProfiler.stopSampling): V8 then starts a new one, which supersedes
+    // it. If V8 still samples, it refuses, and the running session's state
+    // stays as it was.
+    const bool reports = reports_dead_samples_;
+    const bool keeps = keeps_dead_samples_;
+    if (!StartProfiler(options)) {
+      reports_dead_samples_ = reports;
+      keeps_dead_samples_ = keeps;
+      return false;
+    }
+    StopExternalTracking();
+    StartExternalTracking();
+    return true;
+  }
   sampling_ = StartProfiler(options);
   if (sampling_) StartExternalTracking();
   return sampling_;
@@ -97,10 +112,17 @@ ReadOptions IsolateState::ReadOptionsFor(bool restart_allocations) const {
 
 RawProfile IsolateState::read_profile(bool restart_allocations) {
   RawProfile profile;
-  if (!sampling_ ||
-      !ReadAllocationProfile(isolate_, &profile,
-                             ReadOptionsFor(restart_allocations))) {
+  if (!sampling_) {
     throw std::runtime_error("no sampling heap profiler is running");
+  }
+  if (!ReadAllocationProfile(isolate_, &profile,
+                             ReadOptionsFor(restart_allocations))) {
+    // V8 has no profile: its sampler was stopped outside heap-labels (the
+    // inspector's HeapProfiler.stopSampling). The session is over.
+    StopExternalTracking();
+    sampling_ = false;
+    throw std::runtime_error(
+        "the sampling heap profiler was stopped elsewhere");
   }
   return profile;
 }

@@ -95,6 +95,7 @@ uint64_t HighestSampleId(const v8::AllocationProfile& profile) {
 
 int SamplingFlags(const StartOptions& options) {
   int flags = v8::HeapProfiler::kSamplingNoFlags;
+  if (options.force_gc) flags |= v8::HeapProfiler::kSamplingForceGC;
   if (options.include_objects_collected_by_major_gc) {
     flags |= v8::HeapProfiler::kSamplingIncludeObjectsCollectedByMajorGC;
   }

@@ -5,16 +5,24 @@ const { native } = require('./native');
 const { internPairs, labelsOfSets } = require('./labels');
 const { DEFAULTS, LIMITS } = require('./session-options');
 const { otlpOptions } = require('./otlp');
+const { coded } = require('./node-errors');
+const { readHeapStats } = require('./group-stats');
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
+// Option errors carry Node.js' codes (ERR_INVALID_ARG_TYPE, ERR_OUT_OF_RANGE, ERR_INVALID_ARG_VALUE),
+// which the node:v8 API (lib/v8.js) promises too.
 function checkInteger(name, value, min, max) {
   if (typeof value !== 'number') {
-    throw new TypeError(`heap-labels: startHeapProfile: option ${name} must be a number, got ${typeof value}`);
+    throw coded(
+      new TypeError(`heap-labels: startHeapProfile: option ${name} must be a number, got ${typeof value}`),
+      'ERR_INVALID_ARG_TYPE',
+    );
   }
   if (!Number.isInteger(value) || value < min || value > max) {
-    throw new RangeError(
-      `heap-labels: startHeapProfile: option ${name} must be an integer in ${min}..${max}, got ${value}`,
+    throw coded(
+      new RangeError(`heap-labels: startHeapProfile: option ${name} must be an integer in ${min}..${max}, got ${value}`),
+      'ERR_OUT_OF_RANGE',
     );
   }
   return value;
@@ -22,19 +30,51 @@ function checkInteger(name, value, min, max) {
 
 function checkBoolean(name, value) {
   if (typeof value !== 'boolean') {
-    throw new TypeError(`heap-labels: startHeapProfile: option ${name} must be a boolean, got ${typeof value}`);
+    throw coded(
+      new TypeError(`heap-labels: startHeapProfile: option ${name} must be a boolean, got ${typeof value}`),
+      'ERR_INVALID_ARG_TYPE',
+    );
   }
   return value;
 }
 
+// groupBy: 1..maxGroupByKeys distinct non-empty keys of at most maxGroupKeyBytes bytes of UTF-8.
+function checkGroupBy(groupBy) {
+  if (groupBy === undefined) return undefined;
+  const invalid = (reason) =>
+    coded(new TypeError(`heap-labels: startHeapProfile: option groupBy ${reason}`), 'ERR_INVALID_ARG_VALUE');
+  if (!Array.isArray(groupBy)) {
+    throw coded(
+      new TypeError('heap-labels: startHeapProfile: option groupBy must be an array of label keys'),
+      'ERR_INVALID_ARG_TYPE',
+    );
+  }
+  if (groupBy.length < 1 || groupBy.length > LIMITS.maxGroupByKeys) {
+    throw invalid(`must have 1 to ${LIMITS.maxGroupByKeys} keys, got ${groupBy.length}`);
+  }
+  const seen = new Set();
+  for (const key of groupBy) {
+    if (typeof key !== 'string' || key.length === 0) throw invalid(`keys must be non-empty strings, got ${JSON.stringify(key) ?? typeof key}`);
+    if (Buffer.byteLength(key, 'utf8') > LIMITS.maxGroupKeyBytes) {
+      throw invalid(`keys must be at most ${LIMITS.maxGroupKeyBytes} bytes of UTF-8 (${JSON.stringify(key.slice(0, 40))}... is longer)`);
+    }
+    if (seen.has(key)) throw invalid(`has the key ${JSON.stringify(key)} twice`);
+    seen.add(key);
+  }
+  return [...groupBy];
+}
+
 function validateOptions(options) {
-  if (options === undefined) return { ...DEFAULTS };
+  if (options === undefined) return { ...DEFAULTS, groupBy: undefined };
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw new TypeError('heap-labels: startHeapProfile: options must be an object');
+    throw coded(new TypeError('heap-labels: startHeapProfile: options must be an object'), 'ERR_INVALID_ARG_TYPE');
   }
   for (const key of Object.keys(options)) {
     if (!Object.hasOwn(DEFAULTS, key)) {
-      throw new TypeError(`heap-labels: startHeapProfile: unknown option ${JSON.stringify(key)}`);
+      throw coded(
+        new TypeError(`heap-labels: startHeapProfile: unknown option ${JSON.stringify(key)}`),
+        'ERR_INVALID_ARG_VALUE',
+      );
     }
   }
   const pick = (name) => (options[name] === undefined ? DEFAULTS[name] : options[name]);
@@ -49,8 +89,11 @@ function validateOptions(options) {
       'includeObjectsCollectedByMinorGC',
       pick('includeObjectsCollectedByMinorGC'),
     ),
+    forceGC: checkBoolean('forceGC', pick('forceGC')),
     trackAllocations: checkBoolean('trackAllocations', pick('trackAllocations')),
     maxLabelSets: checkInteger('maxLabelSets', pick('maxLabelSets'), 1, LIMITS.maxLabelSets),
+    groupBy: checkGroupBy(pick('groupBy')),
+    maxGroups: checkInteger('maxGroups', pick('maxGroups'), 1, LIMITS.maxGroups),
   };
 }
 
@@ -188,9 +231,30 @@ class HeapProfileHandle {
     return this.#last;
   }
 
+  // The session's group counters (sessions started with groupBy): { sampleInterval, peakWindowId,
+  // overflowCount, groups }; undefined without groupBy and once the session is over. With
+  // advancePeakWindow the read closes the current external-peak window and publishes its peak.
+  getHeapStats(options) {
+    const advancePeakWindow = statsOptions(options);
+    if (this.#stopped) return undefined;
+    return readHeapStats(this.#session, advancePeakWindow);
+  }
+
   [dispose]() {
     this.stop();
   }
+}
+
+function statsOptions(options) {
+  if (options === undefined) return false;
+  if (options === null || typeof options !== 'object') {
+    throw coded(new TypeError('heap-labels: getHeapStats: options must be an object or undefined'), 'ERR_INVALID_ARG_TYPE');
+  }
+  const { advancePeakWindow = false } = options;
+  if (typeof advancePeakWindow !== 'boolean') {
+    throw coded(new TypeError('heap-labels: getHeapStats: advancePeakWindow must be a boolean'), 'ERR_INVALID_ARG_TYPE');
+  }
+  return advancePeakWindow;
 }
 
 function startHeapProfile(options) {
@@ -200,8 +264,11 @@ function startHeapProfile(options) {
     stackDepth: o.stackDepth,
     includeObjectsCollectedByMajorGC: o.includeObjectsCollectedByMajorGC,
     includeObjectsCollectedByMinorGC: o.includeObjectsCollectedByMinorGC,
+    forceGc: o.forceGC,
     trackAllocations: o.trackAllocations,
     maxLabelSets: o.maxLabelSets,
+    groupBy: o.groupBy,
+    maxGroups: o.maxGroups,
   });
   return new HeapProfileHandle(session);
 }

@@ -12,8 +12,12 @@ const DEFAULTS = Object.freeze({
   stackDepth: 64,
   includeObjectsCollectedByMajorGC: false,
   includeObjectsCollectedByMinorGC: false,
+  forceGC: false,
   trackAllocations: false,
   maxLabelSets: LIMITS.defaultMaxLabelSets,
+  // Group counters (getHeapStats()): the label keys to group by, none by default.
+  groupBy: undefined,
+  maxGroups: LIMITS.defaultMaxGroups,
 });
 
 module.exports = { DEFAULTS, LIMITS };

@@ -21,6 +21,8 @@ pub mod ffi {
         /// runtime's dead-sample reports, or V8's `Sample::is_live` with both include-collected
         /// flags where V8 has it. Off: V8 forgets dead samples, as without heap-labels.
         track_allocations: bool,
+        /// `kSamplingForceGC`: V8 collects garbage before building each read's profile.
+        force_gc: bool,
     }
 
     /// What a label holder owns: `word`, one strong reference of its set (0 = no labels), and
@@ -184,6 +186,9 @@ pub mod ffi {
         fn start_sampling(self: Pin<&mut IsolateState>, options: &StartOptions) -> bool;
         /// Stops the profiler if this state started it; a no-op otherwise.
         fn stop_sampling(self: Pin<&mut IsolateState>);
+        /// Whether this state's session samples (false once a read found V8's sampler stopped
+        /// outside heap-labels).
+        fn sampling(self: &IsolateState) -> bool;
         /// Copies the current allocation profile with the window's dead samples (restarting the
         /// window when `restart_allocations`); fails when no profiler runs.
         fn read_profile(

@@ -4,7 +4,7 @@
 //! (`LabelRegistry::fill_counter_rows`, into buffers lib/ keeps), no call tree, no V8 profile.
 
 use heap_labels_core::CounterColumns;
-use napi::bindgen_prelude::{Float64Array, Uint32Array};
+use napi::bindgen_prelude::{BigInt64Array, Float64Array, Uint32Array};
 use napi::Env;
 use napi_derive::napi;
 
@@ -165,4 +165,91 @@ pub fn label_set_pairs(env: Env, ids: Uint32Array) -> napi::Result<Vec<NativeLab
             .collect())
     };
     run().map_err(|e: Error| e.throw(&env))
+}
+
+/// The result of a `groupStats()` read besides its rows, which go into the caller's buffer.
+#[napi(object)]
+pub struct NativeGroupStats {
+    /// Rows written (one per group: unknown, overflow, then the projections).
+    pub groups: u32,
+    /// 0 when the read fit; otherwise nothing was read (no peak window closed), and this is the
+    /// number of rows the buffer needs room for.
+    pub rows_needed: u32,
+    pub sample_interval: f64,
+    /// Peak windows closed by advancing reads since the session started.
+    pub peak_window_id: f64,
+    /// Label sets put in the overflow group.
+    pub overflow_count: f64,
+}
+
+/// Signature: `(session: number, advancePeakWindow: boolean, rows: BigInt64Array) =>
+/// NativeGroupStats | null` - the group counters of the running session `session`
+/// (`GROUP_ROW_WIDTH` counters per group, in `GroupTable::read`'s order) into `rows`, which lib/
+/// keeps from read to read; `null` when the session has no groupBy. A copy of at most maxGroups + 2
+/// rows: the counters are kept at capture, so the number of label sets does not matter.
+#[napi]
+pub fn group_stats(
+    env: Env,
+    session: u32,
+    advance_peak_window: bool,
+    mut rows: BigInt64Array,
+) -> napi::Result<Option<NativeGroupStats>> {
+    let mut run = || -> error::Result<Option<NativeGroupStats>> {
+        let state = isolate_state(&env)?;
+        let interval = state.session.map_or(0, |s| s.options.sample_interval);
+        // SAFETY: no JS runs until this call returns, and lib/ makes the array on a plain (not
+        // shared) ArrayBuffer, so nothing else touches it while the slice lives.
+        let out = unsafe { rows.as_mut() };
+        let read = crate::session::group_stats(state, session, advance_peak_window, out)?;
+        Ok(match read {
+            Ok(None) => None,
+            Ok(Some(read)) => Some(NativeGroupStats {
+                groups: read.groups as u32,
+                rows_needed: 0,
+                sample_interval: interval as f64,
+                peak_window_id: read.peak_window_id as f64,
+                overflow_count: read.overflow_count as f64,
+            }),
+            Err(needed) => Some(NativeGroupStats {
+                groups: 0,
+                rows_needed: needed as u32,
+                sample_interval: interval as f64,
+                peak_window_id: 0.0,
+                overflow_count: 0.0,
+            }),
+        })
+    };
+    run().map_err(|e| e.throw(&env))
+}
+
+/// A group's labels: its projection, keys in groupBy's order.
+#[napi(object)]
+pub struct NativeGroupLabels {
+    pub keys: Vec<String>,
+    pub values: Vec<String>,
+}
+
+/// Signature: `(session: number, from: number) => NativeGroupLabels[]` - the labels of the running
+/// session's groups from index `from` on (the unknown and overflow groups, 0 and 1, have none).
+#[napi]
+pub fn group_labels(env: Env, session: u32, from: u32) -> napi::Result<Vec<NativeGroupLabels>> {
+    let run = || -> error::Result<Vec<NativeGroupLabels>> {
+        let state = isolate_state(&env)?;
+        if state.session.map(|s| s.id) != Some(session) {
+            return Err(Error::SessionNotRunning(session));
+        }
+        let labels = state
+            .registry
+            .groups()
+            .labels_from(from as usize)
+            .unwrap_or_default();
+        Ok(labels
+            .into_iter()
+            .map(|pairs| {
+                let (keys, values) = pairs.into_iter().unzip();
+                NativeGroupLabels { keys, values }
+            })
+            .collect())
+    };
+    run().map_err(|e| e.throw(&env))
 }

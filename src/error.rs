@@ -28,6 +28,12 @@ pub enum Error {
     /// The session a handle refers to is no longer the running one.
     #[error("heap-labels: heap profile session {0} is not running")]
     SessionNotRunning(u32),
+    /// V8's sampler stopped underneath the session (the inspector's `HeapProfiler.stopSampling`).
+    #[error(
+        "heap-labels: heap profile session {0} ended: V8's sampling heap profiler was stopped \
+         outside heap-labels (e.g. the inspector's HeapProfiler.stopSampling)"
+    )]
+    SessionStoppedElsewhere(u32),
     /// The profile read was disposed; its data is gone.
     #[error("heap-labels: this AllocationProfile was disposed; read the profile again")]
     ProfileDisposed,
@@ -58,9 +64,23 @@ impl Error {
             Error::LabelArity { .. } => JsErrorClass::TypeError,
             Error::ProfilerBusy
             | Error::SessionNotRunning(_)
+            | Error::SessionStoppedElsewhere(_)
             | Error::ProfileDisposed
             | Error::Native(_)
             | Error::Napi(_) => JsErrorClass::Error,
+        }
+    }
+
+    /// The `code` of the JS error: Node.js' own where Node.js has one for the case (so that code
+    /// written for node:v8 recognizes it), heap-labels' otherwise.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::ProfilerBusy => "ERR_HEAP_PROFILE_HAVE_BEEN_STARTED",
+            Error::SessionNotRunning(_) | Error::SessionStoppedElsewhere(_) => {
+                "ERR_HEAP_LABELS_SESSION_NOT_RUNNING"
+            }
+            Error::InvalidOption { .. } => "ERR_OUT_OF_RANGE",
+            _ => "ERR_HEAP_LABELS",
         }
     }
 
@@ -68,7 +88,7 @@ impl Error {
     /// the exception is already pending.
     pub fn throw(self, env: &Env) -> napi::Error {
         let message = self.to_string();
-        let code = Some("ERR_HEAP_LABELS");
+        let code = Some(self.code());
         let thrown = match self.js_class() {
             JsErrorClass::TypeError => env.throw_type_error(&message, code),
             JsErrorClass::RangeError => env.throw_range_error(&message, code),

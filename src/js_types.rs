@@ -16,6 +16,12 @@ pub struct NativeStartOptions {
     pub include_objects_collected_by_minor_gc: bool,
     pub track_allocations: bool,
     pub max_label_sets: u32,
+    /// `kSamplingForceGC`: a full GC before each read.
+    #[napi(js_name = "forceGc")]
+    pub force_gc: bool,
+    /// Label keys of the group counters (`getHeapStats()`), none when absent.
+    pub group_by: Option<Vec<String>>,
+    pub max_groups: u32,
 }
 
 /// The deepest stack a session records.
@@ -30,6 +36,10 @@ pub struct NativeSessionLimits {
     pub max_stack_depth: u32,
     pub max_label_sets: f64,
     pub default_max_label_sets: u32,
+    pub max_group_by_keys: u32,
+    pub max_group_key_bytes: u32,
+    pub max_groups: u32,
+    pub default_max_groups: u32,
 }
 
 impl TryFrom<NativeStartOptions> for SessionOptions {
@@ -38,6 +48,30 @@ impl TryFrom<NativeStartOptions> for SessionOptions {
     /// lib/ has checked these already; this guards the native surface, so that no value it did
     /// not mean reaches V8.
     fn try_from(options: NativeStartOptions) -> Result<Self> {
+        use heap_labels_core::{MAX_GROUPS, MAX_GROUP_BY_KEYS, MAX_GROUP_KEY_BYTES};
+        if !(1..=MAX_GROUPS).contains(&(options.max_groups as usize)) {
+            return Err(Error::InvalidOption {
+                name: "maxGroups",
+                reason: format!("must be an integer in 1..={MAX_GROUPS}"),
+            });
+        }
+        if let Some(keys) = &options.group_by {
+            let mut seen = std::collections::HashSet::new();
+            let bad = keys.is_empty()
+                || keys.len() > MAX_GROUP_BY_KEYS
+                || keys
+                    .iter()
+                    .any(|k| k.is_empty() || k.len() > MAX_GROUP_KEY_BYTES || !seen.insert(k));
+            if bad {
+                return Err(Error::InvalidOption {
+                    name: "groupBy",
+                    reason: format!(
+                        "must hold 1..={MAX_GROUP_BY_KEYS} distinct non-empty keys of at most \
+                         {MAX_GROUP_KEY_BYTES} bytes"
+                    ),
+                });
+            }
+        }
         let interval = options.sample_interval;
         if !(interval.fract() == 0.0 && interval >= 1.0 && interval <= f64::from(u32::MAX)) {
             return Err(Error::InvalidOption {
@@ -64,6 +98,9 @@ impl TryFrom<NativeStartOptions> for SessionOptions {
             include_objects_collected_by_minor_gc: options.include_objects_collected_by_minor_gc,
             track_allocations: options.track_allocations,
             max_label_sets: options.max_label_sets as usize,
+            force_gc: options.force_gc,
+            max_groups: options.max_groups as usize,
+            grouped: options.group_by.is_some(),
         })
     }
 }
@@ -80,6 +117,9 @@ mod tests {
             include_objects_collected_by_minor_gc: true,
             track_allocations: true,
             max_label_sets: 10_000,
+            force_gc: false,
+            group_by: Some(vec!["route".into()]),
+            max_groups: 256,
         }
     }
 
@@ -106,6 +146,11 @@ mod tests {
         assert!(bad(|o| o.stack_depth = 0).contains("stackDepth"));
         assert!(bad(|o| o.stack_depth = 1025).contains("stackDepth"));
         assert!(bad(|o| o.max_label_sets = 0).contains("maxLabelSets"));
+        assert!(bad(|o| o.max_groups = 0).contains("maxGroups"));
+        assert!(bad(|o| o.max_groups = 65_537).contains("maxGroups"));
+        assert!(bad(|o| o.group_by = Some(vec![])).contains("groupBy"));
+        assert!(bad(|o| o.group_by = Some(vec!["a".into(), "a".into()])).contains("groupBy"));
+        assert!(bad(|o| o.group_by = Some(vec!["k".repeat(256)])).contains("groupBy"));
     }
 }
 

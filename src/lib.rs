@@ -100,6 +100,10 @@ pub fn session_limits() -> NativeSessionLimits {
         max_stack_depth: js_types::MAX_STACK_DEPTH,
         max_label_sets: f64::from(u32::MAX),
         default_max_label_sets: heap_labels_core::DEFAULT_MAX_SETS as u32,
+        max_group_by_keys: heap_labels_core::MAX_GROUP_BY_KEYS as u32,
+        max_group_key_bytes: heap_labels_core::MAX_GROUP_KEY_BYTES as u32,
+        max_groups: heap_labels_core::MAX_GROUPS as u32,
+        default_max_groups: heap_labels_core::DEFAULT_MAX_GROUP_COUNT as u32,
     }
 }
 
@@ -184,8 +188,9 @@ pub fn native_capabilities() -> NativeCapabilities {
 #[napi]
 pub fn start_profile(env: Env, options: NativeStartOptions) -> napi::Result<u32> {
     let run = || -> error::Result<u32> {
+        let group_by = options.group_by.clone();
         let options = SessionOptions::try_from(options)?;
-        session::start(isolate_state(&env)?, options)
+        session::start(isolate_state(&env)?, options, group_by)
     };
     run().map_err(|e| e.throw(&env))
 }

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use heap_labels_core::{LabelRegistry, LabelSet};
+use heap_labels_core::{GroupTable, LabelRegistry, LabelSet};
 
 use crate::bridge::NearHeapLimitHook;
 
@@ -19,8 +19,9 @@ pub struct OpsState {
 }
 
 impl OpsState {
-    pub fn new() -> Self {
-        let unlabeled = LabelRegistry::new(1)
+    /// `groups`: the isolate registry's group counters, where unlabeled samples count too.
+    pub fn new(groups: &Arc<GroupTable>) -> Self {
+        let unlabeled = LabelRegistry::with_groups(1, Arc::clone(groups))
             .intern(Vec::new())
             .expect("the empty label set is valid");
         OpsState {

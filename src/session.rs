@@ -5,6 +5,7 @@
 use std::time::{Instant, SystemTime};
 
 use heap_labels_core::pprof::EncodeOptions;
+use heap_labels_core::GroupRead;
 
 use crate::bridge::ffi;
 use crate::error::{Error, Result};
@@ -12,19 +13,46 @@ use crate::labels;
 use crate::model::{self, ReadProfile};
 use crate::state::{IsolateAddon, Session, SessionOptions};
 
-/// Starts the isolate's sampling heap profiler and returns the new session's id.
-pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
-    if state.session.is_some() {
-        return Err(Error::ProfilerBusy);
+/// Starts the isolate's sampling heap profiler and returns the new session's id. `group_by`: the
+/// label keys of the session's group counters (validated by `js_types`), if any.
+///
+/// A session whose sampler was stopped outside heap-labels (the inspector's
+/// `HeapProfiler.stopSampling`) is superseded: V8 accepts the new start, and the old session ends
+/// here. A session that still samples makes this fail with `ProfilerBusy`.
+pub fn start(
+    state: &mut IsolateAddon,
+    options: SessionOptions,
+    group_by: Option<Vec<String>>,
+) -> Result<u32> {
+    let superseding = state.session.is_some();
+    if superseding && !state.v8.sampling() {
+        // A read already found the sampler stopped: the session is over.
+        end(state);
     }
-    state.registry.set_max_sets(options.max_label_sets);
-    // A higher cap makes room: holders that got the overflow set get their own sets back now.
-    labels::rebind_overflowed(state)?;
-    // Before V8 can report the first death of the new session.
-    crate::allocations::restart(&state.dead_samples, options.sample_interval);
+    let superseding = state.session.is_some();
+    if !superseding {
+        state.registry.set_max_sets(options.max_label_sets);
+        // A higher cap makes room: holders that got the overflow set get their own sets back now.
+        labels::rebind_overflowed(state)?;
+        // Before V8 can report the first death of the new session.
+        crate::allocations::restart(&state.dead_samples, options.sample_interval);
+        start_grouping(state, group_by.clone(), options.max_groups);
+    }
     // On the patched runtime this starts a labeled session and installs the counting allocator.
     if !state.v8_mut().start_sampling(&options.to_ffi()) {
+        if !superseding {
+            state.registry.groups().stop();
+        }
         return Err(Error::ProfilerBusy);
+    }
+    if superseding {
+        // V8 was not sampling any more: the old session ended underneath its handle. What the
+        // steps above do for a new session is done now, before the first sample is read.
+        end(state);
+        state.registry.set_max_sets(options.max_label_sets);
+        labels::rebind_overflowed(state)?;
+        crate::allocations::restart(&state.dead_samples, options.sample_interval);
+        start_grouping(state, group_by, options.max_groups);
     }
     // Per-label external bytes are reported from the first tracked session on: blocks charged
     // then are subtracted when freed, also after the session.
@@ -42,12 +70,46 @@ pub fn start(state: &mut IsolateAddon, options: SessionOptions) -> Result<u32> {
     Ok(id)
 }
 
+/// Starts the group counters of a session with `group_by`, putting every set (and unlabeled memory)
+/// in its group before the first sample.
+fn start_grouping(state: &mut IsolateAddon, group_by: Option<Vec<String>>, max_groups: usize) {
+    let Some(keys) = group_by else {
+        state.registry.groups().stop();
+        return;
+    };
+    state
+        .registry
+        .start_grouping(keys, max_groups, &[&state.ops.unlabeled]);
+    state.counters.assign_unlabeled_group();
+}
+
+/// Ends the session's native state (after V8 stopped sampling, by us or by somebody else).
+fn end(state: &mut IsolateAddon) {
+    state.session = None;
+    state.registry.groups().stop();
+    // The allocation window's groups hold their label sets: they go with the session.
+    crate::allocations::clear(&state.dead_samples);
+}
+
+/// V8's profile of the running session; a session whose sampler was stopped elsewhere ends.
+fn read_v8(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Result<ffi::RawProfile> {
+    match state.v8_mut().read_profile(reset_allocations) {
+        Ok(raw) => Ok(raw),
+        Err(_) if !state.v8.sampling() => {
+            state.disarm_near_heap_limit();
+            end(state);
+            Err(Error::SessionStoppedElsewhere(id))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Reads the allocation profile of the running session `id`.
 pub fn read(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Result<ReadProfile> {
     let session = running(state, id)?;
     // Released sets make room: the holders of long-lived contexts leave the overflow set.
     labels::rebind_overflowed(state)?;
-    let raw = state.v8_mut().read_profile(reset_allocations)?;
+    let raw = read_v8(state, id, reset_allocations)?;
     let external = state.external_input();
     let mut read = model::build_profile(raw, session.options.sample_interval, external);
     read.encode_options = session.encode_options();
@@ -79,7 +141,7 @@ pub struct RawRead {
 /// the allocs profile). Dumps do not: they report allocations since the window's start.
 pub fn read_raw(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Result<RawRead> {
     let session = running(state, id)?;
-    let raw = state.v8_mut().read_profile(reset_allocations)?;
+    let raw = read_v8(state, id, reset_allocations)?;
     let read = RawRead {
         raw,
         external: state.external_input(),
@@ -104,12 +166,34 @@ pub fn stop(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
         state.disarm_near_heap_limit();
     }
     let profile = read(state, id, false);
-    state.v8_mut().stop_sampling();
-    state.session = None;
-    // The allocation window's groups hold their label sets: they go with the session.
-    crate::allocations::clear(&state.dead_samples);
+    if running(state, id).is_ok() {
+        state.v8_mut().stop_sampling();
+        end(state);
+    }
     state.registry.prune();
     profile
+}
+
+/// The group counters of the running session `id` (`getHeapStats()`): rows into `out`; `None`
+/// when the session has no groupBy, `Err(rows)` when `out` is too short.
+pub fn group_stats(
+    state: &mut IsolateAddon,
+    id: u32,
+    advance_peak_window: bool,
+    out: &mut [i64],
+) -> Result<std::result::Result<Option<GroupRead>, usize>> {
+    let session = running(state, id)?;
+    if !state.v8.sampling() {
+        end(state);
+        return Err(Error::SessionStoppedElsewhere(id));
+    }
+    if !session.options.grouped {
+        return Ok(Ok(None));
+    }
+    Ok(state
+        .registry
+        .groups()
+        .read(advance_peak_window, session.options.sample_interval, out))
 }
 
 fn running(state: &IsolateAddon, id: u32) -> Result<Session> {

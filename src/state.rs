@@ -46,12 +46,16 @@ impl IsolateAddon {
 
     fn new() -> Self {
         let counters = v8_callbacks::leak_external_counters();
+        let registry = Arc::new(LabelRegistry::new(DEFAULT_MAX_SETS));
+        // Unlabeled blocks and samples count into the unknown group of the registry's groups.
+        counters.attach_groups(Arc::clone(registry.groups()));
+        let ops = OpsState::new(registry.groups());
         let mut addon = IsolateAddon {
-            registry: Arc::new(LabelRegistry::new(DEFAULT_MAX_SETS)),
+            registry,
             counters,
             session: None,
             next_session_id: 1,
-            ops: OpsState::new(),
+            ops,
             v8: ffi::new_isolate_state(v8_callbacks::external_counters_address(counters)),
             dead_samples: allocations::new_totals(),
         };
@@ -92,6 +96,11 @@ pub struct SessionOptions {
     pub include_objects_collected_by_minor_gc: bool,
     pub track_allocations: bool,
     pub max_label_sets: usize,
+    /// `kSamplingForceGC`: V8 collects garbage before each read.
+    pub force_gc: bool,
+    /// Whether the session keeps group counters (its keys are the group table's).
+    pub grouped: bool,
+    pub max_groups: usize,
 }
 
 impl SessionOptions {
@@ -102,6 +111,7 @@ impl SessionOptions {
             include_objects_collected_by_major_gc: self.include_objects_collected_by_major_gc,
             include_objects_collected_by_minor_gc: self.include_objects_collected_by_minor_gc,
             track_allocations: self.track_allocations,
+            force_gc: self.force_gc,
         }
     }
 }

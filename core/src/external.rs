@@ -13,6 +13,9 @@
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use crate::block_words::BlockWords;
+use std::sync::{Arc, OnceLock};
+
+use crate::group_counters::{GroupTable, SetGroup};
 use crate::labels::LabelSet;
 
 /// Isolate-wide external-byte counters. `const`-constructible, so it can be a `static` or a field of
@@ -25,6 +28,11 @@ pub struct ExternalCounters {
     words: BlockWords,
     /// Highest `unlabeled` since the last [`take_unlabeled_peak`](Self::take_unlabeled_peak).
     unlabeled_peak: AtomicI64,
+    /// The isolate's group counters (its registry's), where unlabeled blocks go to the unknown
+    /// group; set once, before any block is counted.
+    groups: OnceLock<Arc<GroupTable>>,
+    /// The unlabeled bytes' group word (their bytes and the unknown group's tag).
+    unlabeled_group: SetGroup,
 }
 
 #[inline]
@@ -40,6 +48,22 @@ impl ExternalCounters {
             unlabeled: AtomicI64::new(0),
             words: BlockWords::new(),
             unlabeled_peak: AtomicI64::new(0),
+            groups: OnceLock::new(),
+            unlabeled_group: SetGroup::new(),
+        }
+    }
+
+    /// Counts unlabeled blocks into `groups` (the registry's, [`LabelRegistry::groups`]
+    /// (crate::LabelRegistry::groups)) from now on. Call it before any block is counted; later
+    /// calls are ignored.
+    pub fn attach_groups(&self, groups: Arc<GroupTable>) {
+        let _ = self.groups.set(groups);
+    }
+
+    /// Puts the unlabeled bytes in the unknown group of the session with groupBy that starts now.
+    pub fn assign_unlabeled_group(&self) {
+        if let Some(groups) = self.groups.get() {
+            groups.assign_unlabeled(&self.unlabeled_group);
         }
     }
 
@@ -78,6 +102,9 @@ impl ExternalCounters {
             None => {
                 let now = self.unlabeled.fetch_add(bytes, Ordering::Relaxed) + bytes;
                 self.unlabeled_peak.fetch_max(now, Ordering::Relaxed);
+                if let Some(groups) = self.groups.get() {
+                    groups.external_allocated(&self.unlabeled_group, bytes.unsigned_abs());
+                }
             }
         }
     }
@@ -93,6 +120,9 @@ impl ExternalCounters {
             Some(set) => set.add_external(-bytes),
             None => {
                 self.unlabeled.fetch_sub(bytes, Ordering::Relaxed);
+                if let Some(groups) = self.groups.get() {
+                    groups.external_freed(&self.unlabeled_group, bytes.unsigned_abs());
+                }
             }
         }
     }

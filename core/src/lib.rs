@@ -8,6 +8,7 @@
 //!   read by [`LabelRegistry::fill_counter_rows`];
 //! - [`allocations`]: [`DeadSampleTotals`], allocated bytes per (site, label set) as samples die;
 //! - [`external`]: [`ExternalCounters`], lock-free accounting of ArrayBuffer bytes per label set;
+//! - [`group_counters`]: [`GroupTable`], a session's counters per group of label sets (`groupBy`);
 //! - [`block_words`]: [`BlockWords`], the lock-free block address -> label word table beside it;
 //! - [`estimate`]: V8's sample scaling (what one sample stands for);
 //! - [`profile`]: the heap [`Profile`] model and
@@ -27,6 +28,7 @@ pub mod dump;
 pub mod error;
 pub mod estimate;
 pub mod external;
+pub mod group_counters;
 pub mod heapprofile;
 pub mod labels;
 pub mod otlp;
@@ -43,6 +45,10 @@ pub use block_words::BlockWords;
 pub use callback_guard::InV8Callback;
 pub use error::{LabelError, Result};
 pub use external::ExternalCounters;
+pub use group_counters::{
+    GroupProjection, GroupRead, GroupTable, DEFAULT_MAX_GROUPS as DEFAULT_MAX_GROUP_COUNT,
+    GROUP_ROW_WIDTH, MAX_GROUPS, MAX_GROUP_BY_KEYS, MAX_GROUP_KEY_BYTES, MAX_GROUP_VALUE_BYTES,
+};
 pub use labels::{
     is_reserved_key, CounterColumns, Interned, LabelRegistry, LabelSet, PendingLabels,
     DEFAULT_MAX_SETS, MAX_ID, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID,

@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::callback_guard::assert_outside_v8_callback;
+use crate::group_counters::{GroupTable, SetGroup};
 
 /// Slots per chunk: 256 x 32 bytes = 8 KiB. An index into a chunk is a `u8`, so no bounds check.
 const CHUNK: usize = 256;
@@ -36,6 +37,8 @@ pub(crate) struct SetCounters {
     /// Sets that have had this slot, the current one included (1 for the first): written under
     /// the table's lock when a set claims the slot, constant while that set lives.
     pub(crate) generation: AtomicU64,
+    /// The set's group in a session with groupBy, with its external bytes (`group_counters`).
+    pub(crate) group: SetGroup,
 }
 
 impl SetCounters {
@@ -43,6 +46,7 @@ impl SetCounters {
         self.live_samples.store(0, Ordering::Relaxed);
         self.external.store(0, Ordering::Relaxed);
         self.external_peak.store(0, Ordering::Relaxed);
+        self.group.reset();
     }
 
     /// The highest external bytes since the previous call (at least the current value), and
@@ -69,16 +73,54 @@ impl SetCounters {
 
 type Chunk = [SetCounters; CHUNK];
 
-/// A set's handle on its slot.
+/// A set's handle on its slot, and on the group counters of its registry.
 pub(crate) struct SlotRef {
     chunk: Arc<Chunk>,
     offset: u8,
+    groups: Arc<GroupTable>,
 }
 
 impl SlotRef {
     #[inline]
     pub(crate) fn get(&self) -> &SetCounters {
         &self.chunk[usize::from(self.offset)]
+    }
+
+    /// V8 took a sample of the set (inside `SampleObject`): atomics only.
+    #[inline]
+    pub(crate) fn sample_taken(&self) {
+        let counters = self.get();
+        counters.live_samples.fetch_add(1, Ordering::Relaxed);
+        self.groups.sample_taken(&counters.group);
+    }
+
+    /// V8 dropped a sample of the set (GC weak callback, profiler stop): atomics only.
+    #[inline]
+    pub(crate) fn sample_dropped(&self) {
+        let counters = self.get();
+        counters.live_samples.fetch_sub(1, Ordering::Relaxed);
+        self.groups.sample_dropped(&counters.group);
+    }
+
+    /// A block of external bytes was charged to the set (`delta` > 0) or freed (`delta` < 0):
+    /// its bytes, their peak and its group's counters. Any thread: atomics only.
+    #[inline]
+    pub(crate) fn external_changed(&self, delta: i64) {
+        let counters = self.get();
+        let now = counters.external.fetch_add(delta, Ordering::Relaxed) + delta;
+        if delta > 0 {
+            counters.external_peak.fetch_max(now, Ordering::Relaxed);
+            self.groups
+                .external_allocated(&counters.group, delta.unsigned_abs());
+        } else if delta < 0 {
+            self.groups
+                .external_freed(&counters.group, delta.unsigned_abs());
+        }
+    }
+
+    /// Puts the set in its group of the session with groupBy, if one runs (isolate thread).
+    pub(crate) fn assign_group(&self, pairs: &[(Box<str>, Box<str>)], overflow: bool) {
+        self.groups.assign(&self.get().group, pairs, overflow);
     }
 }
 
@@ -95,9 +137,24 @@ impl Drop for SlotRef {
 #[derive(Default)]
 pub(crate) struct CounterTable {
     chunks: Mutex<Vec<Arc<Chunk>>>,
+    groups: Arc<GroupTable>,
 }
 
 impl CounterTable {
+    /// A table whose sets count into `groups` (shared with another registry's table: the isolate's
+    /// unlabeled-samples set is made by a registry of its own).
+    pub(crate) fn with_groups(groups: Arc<GroupTable>) -> Self {
+        CounterTable {
+            chunks: Mutex::default(),
+            groups,
+        }
+    }
+
+    /// The group counters its sets count into.
+    pub(crate) fn groups(&self) -> &Arc<GroupTable> {
+        &self.groups
+    }
+
     /// The slot at `index`, zeroed, for a new set; allocates the chunks up to it. The previous set
     /// at `index`, if any, is gone: an index is handed out again only after its set was dropped.
     pub(crate) fn claim(&self, index: usize) -> SlotRef {
@@ -110,6 +167,7 @@ impl CounterTable {
         let slot = SlotRef {
             chunk: Arc::clone(&chunks[index / CHUNK]),
             offset: (index % CHUNK) as u8,
+            groups: Arc::clone(&self.groups),
         };
         slot.get().reset();
         slot.get().generation.fetch_add(1, Ordering::Relaxed);

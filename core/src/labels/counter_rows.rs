@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn counter_rows_name_ids_near_the_end_of_the_id_space() {
-        let reg = LabelRegistry::with_first_id(10, MAX_ID - 2);
+        let reg = LabelRegistry::with_first_id(10, MAX_ID - 2, Arc::default());
         let sets: Vec<_> = (0..3)
             .map(|i| reg.intern(vec![("k".into(), format!("v{i}"))]).unwrap())
             .collect();

@@ -16,6 +16,7 @@ use super::validation::validate_and_sort;
 use super::LabelSet;
 use crate::callback_guard::assert_outside_v8_callback;
 use crate::error::Result;
+use crate::group_counters::GroupTable;
 use crate::set_counters::CounterTable;
 
 /// What [`LabelRegistry::try_intern`] found.
@@ -75,13 +76,19 @@ impl LabelRegistry {
     /// A registry that interns at most `max_sets` distinct sets; past that, [`intern`](Self::intern)
     /// returns the overflow set.
     pub fn new(max_sets: usize) -> Self {
-        Self::with_first_id(max_sets, OVERFLOW_ID + 1)
+        Self::with_first_id(max_sets, OVERFLOW_ID + 1, Arc::default())
+    }
+
+    /// [`new`](Self::new), whose sets count into the group counters `groups` (another registry's,
+    /// [`groups`](Self::groups)).
+    pub fn with_groups(max_sets: usize, groups: Arc<GroupTable>) -> Self {
+        Self::with_first_id(max_sets, OVERFLOW_ID + 1, groups)
     }
 
     /// [`new`](Self::new), with never-used ids starting at `first_id` instead of 1: lets tests
     /// reach the end of the id space without creating four billion sets.
-    pub(super) fn with_first_id(max_sets: usize, first_id: u32) -> Self {
-        let counters = CounterTable::default();
+    pub(super) fn with_first_id(max_sets: usize, first_id: u32, groups: Arc<GroupTable>) -> Self {
+        let counters = CounterTable::with_groups(groups);
         let overflow = LabelSet::new(
             OVERFLOW_ID,
             true,
@@ -181,6 +188,8 @@ impl LabelRegistry {
         };
         let slot = self.counters.claim(self.slot_index(id));
         let set = Arc::new(LabelSet::new(id, false, pairs.into(), slot));
+        // A session with groupBy puts the new set in its group before any sample or block of it.
+        set.assign_group();
         bucket.push(Arc::clone(&set));
         drop(bucket);
         self.by_id.insert(id, hash);
@@ -270,6 +279,26 @@ impl LabelRegistry {
     /// Whether no set is interned (the overflow set does not count).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The group counters its sets count into (`group_counters`).
+    pub fn groups(&self) -> &Arc<GroupTable> {
+        self.counters.groups()
+    }
+
+    /// Starts the group counters of a session with groupBy (`keys`, at most `max_groups` groups)
+    /// and puts every set in its group, `also` (sets of other registries counting into the same
+    /// groups: the isolate's unlabeled-samples set) included. Isolate thread, before the session's
+    /// first sample.
+    pub fn start_grouping(&self, keys: Vec<String>, max_groups: usize, also: &[&LabelSet]) {
+        self.groups().start(keys, max_groups);
+        self.overflow.assign_group();
+        for set in self.live_sets() {
+            set.assign_group();
+        }
+        for set in also {
+            set.assign_group();
+        }
     }
 
     /// The registry's overflow set: pairs `[("heap_labels.overflow", "true")]`.
@@ -466,7 +495,7 @@ mod tests {
     #[test]
     fn ids_of_pruned_sets_are_reused_so_they_never_run_out() {
         // Never-used ids start three short of the end of the id space.
-        let reg = LabelRegistry::with_first_id(10, MAX_ID - 2);
+        let reg = LabelRegistry::with_first_id(10, MAX_ID - 2, Arc::default());
         let sets: Vec<_> = (0..3)
             .map(|i| reg.intern(p(&[("k", &i.to_string())])).unwrap())
             .collect();

@@ -80,11 +80,13 @@ impl LabelSet {
     /// no allocation, no lock.
     #[inline]
     pub fn add_external(&self, delta: i64) {
-        let counters = self.counters.get();
-        let now = counters.external.fetch_add(delta, Ordering::Relaxed) + delta;
-        if delta > 0 {
-            counters.external_peak.fetch_max(now, Ordering::Relaxed);
-        }
+        self.counters.external_changed(delta);
+    }
+
+    /// Puts the set in its group of the session with groupBy, if one runs (`group_counters`):
+    /// when the session starts and when the set is made. Isolate thread.
+    pub(crate) fn assign_group(&self) {
+        self.counters.assign_group(&self.pairs, self.overflow);
     }
 
     /// Samples of this set that V8 still holds (captured and not yet released).

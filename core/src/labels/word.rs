@@ -5,7 +5,6 @@
 //! threads): each is one or two atomic operations, never an allocation or a lock. All of them sit
 //! in this one `impl`, so that every `unsafe` contract of the boundary reads in one place.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::LabelSet;
@@ -94,11 +93,7 @@ impl LabelSet {
     pub unsafe fn capture_sample_word(word: usize) {
         // SAFETY: the caller guarantees that `word` is a live set (see `retain_word`).
         unsafe {
-            Self::word_as_ref(word)
-                .counters
-                .get()
-                .live_samples
-                .fetch_add(1, Ordering::Relaxed);
+            Self::word_as_ref(word).counters.sample_taken();
             Self::retain_word(word);
         }
     }
@@ -116,11 +111,7 @@ impl LabelSet {
         // SAFETY: the word owns its reference (caller's guarantee), so the set is alive while the
         // counter is updated, and `from_word` adopts that reference.
         unsafe {
-            Self::word_as_ref(word)
-                .counters
-                .get()
-                .live_samples
-                .fetch_sub(1, Ordering::Relaxed);
+            Self::word_as_ref(word).counters.sample_dropped();
             Self::from_word(word)
         }
     }
@@ -137,11 +128,7 @@ impl LabelSet {
         // SAFETY: the word still owns its reference until `release_word` below, so the set is
         // alive while the counter is updated.
         unsafe {
-            Self::word_as_ref(word)
-                .counters
-                .get()
-                .live_samples
-                .fetch_sub(1, Ordering::Relaxed);
+            Self::word_as_ref(word).counters.sample_dropped();
             Self::release_word(word);
         }
     }
