@@ -60,6 +60,50 @@ export interface HeapProfileOptions {
   trackAllocations?: boolean;
   /** Most distinct label sets; more go to one overflow set. Integer >= 1, default 10000. */
   maxLabelSets?: number;
+  /** V8 collects garbage before each read (kSamplingForceGC; default false). */
+  forceGC?: boolean;
+  /**
+   * Group counters (`getHeapStats()`) by these 1 to 8 distinct non-empty label keys of at most 255
+   * bytes of UTF-8: every label set is projected onto them, and samples and ArrayBuffer bytes are
+   * counted per projection as they are taken and freed.
+   */
+  groupBy?: string[];
+  /** Most groups of distinct projections, 1..65536 (default 256); more go to the overflow group. */
+  maxGroups?: number;
+}
+
+/** A group of `getHeapStats()`: counters since the session started (BigInt). */
+export interface HeapGroup {
+  /**
+   * 'unknown' (first: no groupBy key, or only empty values, and unlabeled memory), 'overflow'
+   * (second: a value over 255 bytes, maxGroups reached, or heap-labels' own overflow set), or
+   * 'labels' (one per distinct projection).
+   */
+  kind: 'unknown' | 'overflow' | 'labels';
+  /** The projection: groupBy keys in their order, empty values left out; {} for the first two. */
+  labels: Labels;
+  allocatedHeapSampleCount: bigint;
+  currentHeapSampleCount: bigint;
+  /** currentHeapSampleCount x sampleInterval. */
+  currentHeapBytes: bigint;
+  allocatedExternalBytes: bigint;
+  allocatedExternalCount: bigint;
+  /** Frees are credited to the group charged at allocation, also on V8's sweeper threads. */
+  freedExternalBytes: bigint;
+  freedExternalCount: bigint;
+  /** Includes the group's live bytes from before the session started. */
+  currentExternalBytes: bigint;
+  /** The peak of the window the last `advancePeakWindow: true` read closed (0 before). */
+  publishedPeakExternalBytes: bigint;
+}
+
+export interface HeapStats {
+  sampleInterval: number;
+  /** Windows closed by `advancePeakWindow: true` reads. */
+  peakWindowId: number;
+  /** Label sets put in the overflow group by this session's grouping. */
+  overflowCount: number;
+  groups: HeapGroup[];
 }
 
 /** A DevTools-shaped call-tree node (as in `.heapprofile` files). */
@@ -157,6 +201,12 @@ export interface HeapProfileHandle {
   getAllocationProfile(options?: { resetAllocations?: boolean }): AllocationProfile;
   /** Stops the profiler; idempotent, returns the last profile. */
   stop(): AllocationProfile;
+  /**
+   * The group counters of a session started with `groupBy`, read without building a profile (at
+   * most maxGroups + 2 rows); undefined without groupBy and after `stop()`. With
+   * `advancePeakWindow: true` the read closes the external-peak window and publishes its peak.
+   */
+  getHeapStats(options?: { advancePeakWindow?: boolean }): HeapStats | undefined;
   [Symbol.dispose](): void;
 }
 
