@@ -152,6 +152,7 @@ run_js read-profile benchmark/inprocess/read-profile.js "${runtime_args[@]}" "${
 run_js memory-per-sample benchmark/inprocess/memory-per-sample.js "${runtime_args[@]}" "${quick_arg[@]}"
 run_js dump-pause benchmark/inprocess/dump-pause.js "${runtime_args[@]}" "${quick_arg[@]}"
 run_js counters benchmark/inprocess/counters.js "${runtime_args[@]}" "${quick_arg[@]}"
+run_js group-stats benchmark/inprocess/group-stats.js "${runtime_args[@]}" "${quick_arg[@]}"
 
 log "http"
 {

@@ -57,7 +57,8 @@ function kindOf(index) {
 }
 
 // { sampleInterval, peakWindowId, overflowCount, groups: [{ kind, labels, ...counters (BigInt) }] }
-// of session `session`, or undefined when it has no groupBy.
+// of session `session` (0: whichever runs, for the metrics adapters, which never advance the peak
+// window: that is the session owner's), or undefined when it has no groupBy.
 function readHeapStats(session, advancePeakWindow) {
   let read = native.groupStats(session, advancePeakWindow, rows);
   if (read === null || read === undefined) return undefined;
@@ -66,7 +67,7 @@ function readHeapStats(session, advancePeakWindow) {
     read = native.groupStats(session, advancePeakWindow, rows);
     if (read.rowsNeeded > 0) throw new Error('heap-labels: getHeapStats: the groups kept growing during the read');
   }
-  const labels = labelsOf(session, read.groups);
+  const labels = labelsOf(read.session, read.groups);
   const groups = new Array(read.groups);
   for (let g = 0; g < read.groups; g++) {
     const group = { kind: kindOf(g), labels: labels[g] };
@@ -82,4 +83,7 @@ function readHeapStats(session, advancePeakWindow) {
   };
 }
 
-module.exports = { readHeapStats, COUNTERS };
+// The group counters of the running session, if it groups (what the metrics adapters publish).
+const runningHeapStats = () => readHeapStats(0, false);
+
+module.exports = { readHeapStats, runningHeapStats, COUNTERS };

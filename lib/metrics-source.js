@@ -5,13 +5,24 @@
 // adapter is a reader of its own (lib/counters.js): other readers do not cut its periods short.
 
 const { createCountersReader } = require('./counters');
+const { runningHeapStats } = require('./group-stats');
 
 function sharedCounters() {
-  const counters = createCountersReader();
+  return onePerScrape(createCountersReader());
+}
+
+// The group counters of the running session (a session started with groupBy; none otherwise), one
+// read per scrape. They are the session's (kept natively at capture, lib/group-stats.js): a scrape
+// reads them and never closes the session owner's peak window.
+function sharedGroupStats() {
+  return onePerScrape(() => runningHeapStats()?.groups ?? []);
+}
+
+function onePerScrape(readNow) {
   let cached;
   return function read() {
     if (cached === undefined) {
-      cached = counters();
+      cached = readNow();
       setImmediate(() => {
         cached = undefined;
       }).unref();
@@ -28,4 +39,26 @@ const GAUGES = Object.freeze([
   ['external_peak_bytes', 'Highest external bytes of the label set since the previous scrape', 'By', (g) => g.externalPeakBytes],
 ]);
 
-module.exports = { sharedCounters, GAUGES };
+// The group counters each adapter publishes with { groups: true }: [suffix, help, unit, kind
+// ('gauge' or 'counter', counted since the session started), (group) => value].
+const GROUP_METRICS = Object.freeze([
+  ['group_heap_bytes', 'Estimated live heap bytes of the group (live samples x sampling interval)', 'By', 'gauge', (g) => g.currentHeapBytes],
+  ['group_live_samples', 'Live heap samples of the group', '{sample}', 'gauge', (g) => g.currentHeapSampleCount],
+  ['group_samples', 'Heap samples taken in the group since the session started', '{sample}', 'counter', (g) => g.allocatedHeapSampleCount],
+  ['group_external_bytes', 'ArrayBuffer/Buffer bytes currently charged to the group', 'By', 'gauge', (g) => g.currentExternalBytes],
+  ['group_allocated_external_bytes', 'ArrayBuffer/Buffer bytes allocated in the group since the session started', 'By', 'counter', (g) => g.allocatedExternalBytes],
+  ['group_freed_external_bytes', 'ArrayBuffer/Buffer bytes of the group freed since the session started', 'By', 'counter', (g) => g.freedExternalBytes],
+  ['group_published_peak_external_bytes', 'Highest external bytes of the group in the last closed peak window', 'By', 'gauge', (g) => g.publishedPeakExternalBytes],
+]);
+
+// A group's metric labels: its projection; the unknown and overflow groups (no labels) say which
+// they are under `heap_labels_group`.
+const KIND_LABELS = Object.freeze({
+  unknown: Object.freeze({ heap_labels_group: 'unknown' }),
+  overflow: Object.freeze({ heap_labels_group: 'overflow' }),
+});
+function groupMetricLabels(group) {
+  return group.kind === 'labels' ? group.labels : KIND_LABELS[group.kind];
+}
+
+module.exports = { sharedCounters, sharedGroupStats, GAUGES, GROUP_METRICS, groupMetricLabels };

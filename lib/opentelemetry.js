@@ -7,28 +7,57 @@
 // @opentelemetry/api stays the app's dependency: this module only calls the Meter it is given.
 // One batch callback reads the counters once per collection for all four gauges.
 
-const { sharedCounters, GAUGES } = require('./metrics-source');
+const { sharedCounters, sharedGroupStats, GAUGES, GROUP_METRICS, groupMetricLabels } = require('./metrics-source');
 
 // Creates `<prefix>heap_bytes`, `<prefix>live_samples`, `<prefix>external_bytes` and
-// `<prefix>external_peak_bytes` (prefix default 'heap_labels.') on `meter`; returns a function that
-// removes the callback again.
-function registerOpenTelemetry(meter, { prefix = 'heap_labels.' } = {}) {
+// `<prefix>external_peak_bytes` (prefix default 'heap_labels.') on `meter`, one point per label set;
+// with `groups: true` also the group counters of a session started with groupBy (`<prefix>group_*`:
+// observable gauges, and observable counters for what is counted since the session started; one
+// point per group); `sets: false` leaves the per-set gauges out. Returns a function that removes
+// the callback again.
+function registerOpenTelemetry(meter, { prefix = 'heap_labels.', sets = true, groups = false } = {}) {
   if (meter === null || typeof meter !== 'object' || typeof meter.createObservableGauge !== 'function' ||
       typeof meter.addBatchObservableCallback !== 'function') {
     throw new TypeError('heap-labels: registerOpenTelemetry: meter must be an OpenTelemetry Meter (metrics.getMeter(name))');
   }
   if (typeof prefix !== 'string') throw new TypeError('heap-labels: registerOpenTelemetry: prefix must be a string');
-  const read = sharedCounters();
-  const gauges = GAUGES.map(([suffix, description, unit, value]) => ({
-    instrument: meter.createObservableGauge(`${prefix}${suffix}`, { description, unit }),
-    value,
-  }));
+  if (typeof sets !== 'boolean' || typeof groups !== 'boolean') {
+    throw new TypeError('heap-labels: registerOpenTelemetry: sets and groups must be booleans');
+  }
+  if (groups && typeof meter.createObservableCounter !== 'function') {
+    throw new TypeError('heap-labels: registerOpenTelemetry: groups needs a Meter with createObservableCounter');
+  }
+  const readSets = sharedCounters();
+  const readGroups = sharedGroupStats();
+  const gauges = sets
+    ? GAUGES.map(([suffix, description, unit, value]) => ({
+      instrument: meter.createObservableGauge(`${prefix}${suffix}`, { description, unit }),
+      value,
+    }))
+    : [];
+  const groupInstruments = groups
+    ? GROUP_METRICS.map(([suffix, description, unit, kind, value]) => ({
+      instrument:
+          kind === 'counter'
+            ? meter.createObservableCounter(`${prefix}${suffix}`, { description, unit })
+            : meter.createObservableGauge(`${prefix}${suffix}`, { description, unit }),
+      value,
+    }))
+    : [];
   const callback = (result) => {
-    for (const group of read().groups) {
-      for (const { instrument, value } of gauges) result.observe(instrument, value(group), group.labels);
+    if (gauges.length > 0) {
+      for (const group of readSets().groups) {
+        for (const { instrument, value } of gauges) result.observe(instrument, value(group), group.labels);
+      }
+    }
+    if (groupInstruments.length > 0) {
+      for (const group of readGroups()) {
+        const attributes = groupMetricLabels(group);
+        for (const { instrument, value } of groupInstruments) result.observe(instrument, Number(value(group)), attributes);
+      }
     }
   };
-  const instruments = gauges.map((g) => g.instrument);
+  const instruments = [...gauges, ...groupInstruments].map((g) => g.instrument);
   meter.addBatchObservableCallback(callback, instruments);
   return function unregister() {
     meter.removeBatchObservableCallback(callback, instruments);

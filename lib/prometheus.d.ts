@@ -9,10 +9,15 @@ export interface PrometheusRegistry {
 
 /**
  * Registers gauges `<prefix>heap_bytes`, `<prefix>live_samples`, `<prefix>external_bytes` and
- * `<prefix>external_peak_bytes` (default prefix `heap_labels_`) with the label sets as metric labels.
- * Returns a function that removes them.
+ * `<prefix>external_peak_bytes` (default prefix `heap_labels_`) with the label sets as metric labels
+ * (`sets`, default true); with `groups: true` also the group counters of a session started with
+ * `groupBy` (`<prefix>group_*`, counters with `_total`; the group's projection as labels,
+ * `heap_labels_group="unknown"|"overflow"` for the first two). Returns a function that removes them.
  */
-export function registerPrometheus(registry: PrometheusRegistry, options?: { prefix?: string }): () => void;
+export function registerPrometheus(
+  registry: PrometheusRegistry,
+  options?: { prefix?: string; sets?: boolean; groups?: boolean },
+): () => void;
 
 /**
  * The Prometheus label name of a label key: the key itself when it is a valid name

@@ -18,7 +18,7 @@
 // '__name__' -> U______name____, and an escaped name decodes back to its key. Escaped names
 // start with "U__", names kept as they are never do: no two keys share a name.
 
-const { sharedCounters, GAUGES } = require('./metrics-source');
+const { sharedCounters, sharedGroupStats, GAUGES, GROUP_METRICS, groupMetricLabels } = require('./metrics-source');
 
 const VALID_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -55,31 +55,51 @@ function labelsFor(labels) {
 }
 
 // Registers the gauges `<prefix>heap_bytes`, `<prefix>live_samples`, `<prefix>external_bytes` and
-// `<prefix>external_peak_bytes` (prefix default 'heap_labels_') on `registry`; returns a function
+// `<prefix>external_peak_bytes` (prefix default 'heap_labels_'), one series per label set, on
+// `registry`; with `groups: true` also the group counters of a session started with groupBy
+// (`<prefix>group_*`, one series per group: bounded by maxGroups, whatever the number of label
+// sets; counters end in `_total`); `sets: false` leaves the per-set gauges out. Returns a function
 // that removes them again.
-function registerPrometheus(registry, { prefix = 'heap_labels_' } = {}) {
+function registerPrometheus(registry, { prefix = 'heap_labels_', sets = true, groups = false } = {}) {
   if (registry === null || typeof registry !== 'object' || typeof registry.registerMetric !== 'function') {
     throw new TypeError('heap-labels: registerPrometheus: registry must be a prom-client Registry (e.g. client.register)');
   }
   if (typeof prefix !== 'string' || !/^[A-Za-z_:][A-Za-z0-9_:]*$/.test(prefix)) {
     throw new TypeError('heap-labels: registerPrometheus: prefix must match [A-Za-z_:][A-Za-z0-9_:]*');
   }
-  const read = sharedCounters();
+  if (typeof sets !== 'boolean' || typeof groups !== 'boolean') {
+    throw new TypeError('heap-labels: registerPrometheus: sets and groups must be booleans');
+  }
   const names = [];
-  for (const [suffix, help, , value] of GAUGES) {
-    const name = `${prefix}${suffix}`;
+  const register = (name, help, type, values) => {
     registry.registerMetric({
       name,
       help,
-      type: 'gauge',
+      type,
       aggregator: 'sum',
       get() {
-        const values = read().groups.map((g) => ({ labels: labelsFor(g.labels), value: value(g) }));
-        return { name, help, type: 'gauge', values, aggregator: 'sum' };
+        return { name, help, type, values: values(), aggregator: 'sum' };
       },
       reset() {},
     });
     names.push(name);
+  };
+  if (sets) {
+    const read = sharedCounters();
+    for (const [suffix, help, , value] of GAUGES) {
+      register(`${prefix}${suffix}`, help, 'gauge', () =>
+        read().groups.map((g) => ({ labels: labelsFor(g.labels), value: value(g) })),
+      );
+    }
+  }
+  if (groups) {
+    const read = sharedGroupStats();
+    for (const [suffix, help, , kind, value] of GROUP_METRICS) {
+      const name = kind === 'counter' ? `${prefix}${suffix}_total` : `${prefix}${suffix}`;
+      register(name, help, kind, () =>
+        read().map((g) => ({ labels: labelsFor(groupMetricLabels(g)), value: Number(value(g)) })),
+      );
+    }
   }
   return function unregister() {
     for (const name of names) registry.removeSingleMetric(name);

@@ -180,10 +180,13 @@ pub struct NativeGroupStats {
     pub peak_window_id: f64,
     /// Label sets put in the overflow group.
     pub overflow_count: f64,
+    /// The session read (the running one's id when asked for session 0).
+    pub session: u32,
 }
 
 /// Signature: `(session: number, advancePeakWindow: boolean, rows: BigInt64Array) =>
-/// NativeGroupStats | null` - the group counters of the running session `session`
+/// NativeGroupStats | null` - the group counters of the running session `session` (0: whichever
+/// runs)
 /// (`GROUP_ROW_WIDTH` counters per group, in `GroupTable::read`'s order) into `rows`, which lib/
 /// keeps from read to read; `null` when the session has no groupBy. A copy of at most maxGroups + 2
 /// rows: the counters are kept at capture, so the number of label sets does not matter.
@@ -197,6 +200,7 @@ pub fn group_stats(
     let mut run = || -> error::Result<Option<NativeGroupStats>> {
         let state = isolate_state(&env)?;
         let interval = state.session.map_or(0, |s| s.options.sample_interval);
+        let running = state.session.map_or(0, |s| s.id);
         // SAFETY: no JS runs until this call returns, and lib/ makes the array on a plain (not
         // shared) ArrayBuffer, so nothing else touches it while the slice lives.
         let out = unsafe { rows.as_mut() };
@@ -209,6 +213,7 @@ pub fn group_stats(
                 sample_interval: interval as f64,
                 peak_window_id: read.peak_window_id as f64,
                 overflow_count: read.overflow_count as f64,
+                session: running,
             }),
             Err(needed) => Some(NativeGroupStats {
                 groups: 0,
@@ -216,6 +221,7 @@ pub fn group_stats(
                 sample_interval: interval as f64,
                 peak_window_id: 0.0,
                 overflow_count: 0.0,
+                session: running,
             }),
         })
     };

@@ -174,14 +174,20 @@ pub fn stop(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
     profile
 }
 
-/// The group counters of the running session `id` (`getHeapStats()`): rows into `out`; `None`
-/// when the session has no groupBy, `Err(rows)` when `out` is too short.
+/// The group counters of the running session `id` (`getHeapStats()`; 0: whichever session runs,
+/// for the metrics adapters): rows into `out`; `None` when the session has no groupBy (or, for 0,
+/// none runs), `Err(rows)` when `out` is too short.
 pub fn group_stats(
     state: &mut IsolateAddon,
     id: u32,
     advance_peak_window: bool,
     out: &mut [i64],
 ) -> Result<std::result::Result<Option<GroupRead>, usize>> {
+    let id = match (id, state.session) {
+        (0, Some(session)) => session.id,
+        (0, None) => return Ok(Ok(None)),
+        (id, _) => id,
+    };
     let session = running(state, id)?;
     if !state.v8.sampling() {
         end(state);

@@ -311,6 +311,64 @@ test('OpenTelemetry: observable gauges with the labels as attributes, collected 
   assert.throws(() => registerOpenTelemetry({}), /must be an OpenTelemetry Meter/);
 });
 
+test('prom-client and OpenTelemetry: group counters of a groupBy session, one series per group', async () => {
+  const client = require('prom-client');
+  const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics');
+  class TestReader extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  const registry = new client.Registry();
+  const unregisterProm = registerPrometheus(registry, { sets: false, groups: true });
+  const reader = new TestReader();
+  const provider = new MeterProvider({ readers: [reader] });
+  const unregisterOtel = registerOpenTelemetry(provider.getMeter('heap-labels-groups'), { sets: false, groups: true });
+  // No grouped session yet: the metrics exist, without series.
+  assert.doesNotMatch(await registry.metrics(), /^heap_labels_group_live_samples\{/m);
+  await new Promise((resolve) => setImmediate(resolve)); // the next scrape reads again
+  const handle = hl.startHeapProfile({ sampleInterval: INTERVAL, groupBy: ['tenant'], maxGroups: 4 });
+  try {
+    const kept = [
+      retainUnder({ route: '/g1', tenant: 'acme' }, 20000),
+      retainUnder({ route: '/g2', tenant: 'acme' }, 20000),
+      retainUnder({ route: '/g3' }, 5000),
+    ];
+    const text = await registry.metrics();
+    assert.doesNotMatch(text, /^heap_labels_heap_bytes/m, 'sets: false');
+    assert.match(text, /^# TYPE heap_labels_group_live_samples gauge$/m);
+    assert.match(text, /^# TYPE heap_labels_group_samples_total counter$/m);
+    assert.match(text, /^# TYPE heap_labels_group_freed_external_bytes_total counter$/m);
+    const series = (metric) => [...text.matchAll(new RegExp(`^${metric}(\\{[^}]*\\})? (\\d+)$`, 'gm'))].map((m) => [m[1], Number(m[2])]);
+    const live = series('heap_labels_group_live_samples');
+    const names = live.map(([labels]) => labels);
+    assert.deepEqual(names.slice(0, 2), ['{heap_labels_group="unknown"}', '{heap_labels_group="overflow"}']);
+    // (Label sets of earlier tests that are still held have their groups too.)
+    assert.equal(names.filter((l) => l === '{tenant="acme"}').length, 1, 'both routes of tenant acme in one series');
+    const { resourceMetrics, errors } = await reader.collect();
+    assert.deepEqual(errors, []);
+    const byName = Object.fromEntries(resourceMetrics.scopeMetrics.flatMap((s) => s.metrics).map((m) => [m.descriptor.name, m]));
+    const acme = byName['heap_labels.group_live_samples'].dataPoints.find((p) => p.attributes.tenant === 'acme');
+    assert.ok(acme, Object.keys(byName).join());
+    assert.equal(byName['heap_labels.group_samples'].descriptor.type, 'OBSERVABLE_COUNTER');
+    if (caps.sampleLabels) {
+      const acmeLive = live.find(([labels]) => labels === '{tenant="acme"}')[1];
+      assert.ok(acmeLive > 100, text);
+      assert.equal(series('heap_labels_group_heap_bytes').find(([l]) => l === '{tenant="acme"}')[1], acmeLive * INTERVAL);
+      assert.ok(live[0][1] > 0, 'the route without a tenant is in the unknown group');
+      assert.ok(acme.value > 100);
+    } else {
+      assert.ok(live.every(([, n]) => n === 0), 'samples carry no labels on this runtime');
+    }
+    kept.length = 0;
+  } finally {
+    handle.stop();
+    unregisterProm();
+    unregisterOtel();
+    await provider.shutdown();
+  }
+  assert.throws(() => registerPrometheus(new client.Registry(), { groups: 'yes' }), /must be booleans/);
+});
+
 test('the adapters do not make prom-client or OpenTelemetry runtime dependencies', () => {
   const pkg = require(path.join(root, 'package.json'));
   for (const name of ['prom-client', '@opentelemetry/api', '@opentelemetry/sdk-metrics']) {
