@@ -28,6 +28,7 @@ const ENTRIES = Object.freeze({
   endpoint: () => require('./endpoint'),
   prometheus: () => require('./prometheus'),
   opentelemetry: () => require('./opentelemetry'),
+  v8: () => require('./v8'),
   register: () => require('./register'),
 });
 

@@ -7,10 +7,10 @@
 //   v8.startHeapProfile(sampleInterval, stackDepth, flags)     Node.js 26's positional form
 //     -> handle { getAllocationProfile(), getHeapStats({ advancePeakWindow }), stop(), [Symbol.dispose]() }
 //
-// `require('heap-labels/v8')` on any runtime; on the patched runtime `require('node:v8')` forwards
-// to this module (tools/patched-node/node-patches/). It is a view over heap-labels' public API
-// (the realm's one instance, lib/instance.js): the same labels, label sets and session, so code
-// mixing it with `require('heap-labels')` sees one profiler. It adds only what the proposal's
+// `require('heap-labels/v8')` on any runtime (lib/entries/v8.js: the realm's instance's copy of this
+// module); on the patched runtime `require('node:v8')` forwards to it (tools/patched-node/
+// node-patches/0002). It is a view over heap-labels' public API: the same labels, label sets and
+// session, so code mixing it with `require('heap-labels')` sees one profiler. It adds only what the proposal's
 // shapes need: Node.js error codes (lib/node-errors.js), the profile as plain objects, `stop()`'s
 // JSON text, the missing-AsyncContextFrame warning.
 
