@@ -217,7 +217,7 @@ impl GroupTable {
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Grouping>> {
         // Sessions start, sets are assigned and reads run on the isolate thread, never in a V8
         // callback (those reach the counters through the chunks, lock-free).
-        crate::callback_guard::assert_outside_v8_callback();
+        crate::callback_guard::assert_outside_v8_callback("the group table's lock");
         self.grouping.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
