@@ -83,13 +83,23 @@ async function measure(node, mode, dbPort, dir) {
   );
   const port = await app.port;
   const pid = app.child.pid;
-  await runLoad({ port, requests: warmup, concurrency: 8, nextPath });
-  execFileSync('callgrind_control', ['-z', String(pid)], { stdio: 'ignore' });
-  const load = await runLoad({ port, requests, concurrency: 8, nextPath });
-  if (load.errors) throw new Error(`${load.errors} failed requests in mode ${mode}`);
-  execFileSync('callgrind_control', ['-d', String(pid)], { stdio: 'ignore' });
-  app.child.kill('SIGTERM');
-  await new Promise((resolve) => app.child.once('exit', resolve));
+  try {
+    // Under callgrind a request takes ~50x longer, more on a busy machine: latency is not measured
+    // here, only instructions, so requests may take their time.
+    const timeoutMs = 180_000;
+    await runLoad({ port, requests: warmup, concurrency: 8, nextPath, timeoutMs });
+    execFileSync('callgrind_control', ['-z', String(pid)], { stdio: 'ignore' });
+    const load = await runLoad({ port, requests, concurrency: 8, nextPath, timeoutMs });
+    if (load.errors) throw new Error(`${load.errors} failed requests in mode ${mode}`);
+    execFileSync('callgrind_control', ['-d', String(pid)], { stdio: 'ignore' });
+  } finally {
+    // Also when the run failed: no valgrind'd app server may outlive it.
+    if (app.child.exitCode === null && app.child.signalCode === null) {
+      const exited = new Promise((resolve) => app.child.once('exit', resolve));
+      app.child.kill('SIGTERM');
+      await exited;
+    }
+  }
   // callgrind_control -d writes <file>.1; <file> itself holds what ran after it, until exit.
   return dumpedInstructions(path.join(dir, `callgrind.${mode}.${pid}.1`)) / requests;
 }
