@@ -1,15 +1,25 @@
 #!/usr/bin/env node
-// Builds the native addon for one Node.js runtime and installs it as
-//   build/node-v<NODE_MODULE_VERSION>-<platform>-<arch>/heap_labels.node
-// where lib/native.js looks for it.
+// Builds the native addon for one Node.js runtime and installs it where lib/native.js (node-gyp-build)
+// looks for it:
+//   <out>/<platform>-<arch>/node.abi<NODE_MODULE_VERSION>.<libc>.node
+// <out> is build/prebuilds (a build of this tree; `npm run build`, or `npm install` of the package
+// where no prebuilt addon matches) unless --out says otherwise (`npm run prebuilds` writes prebuilds/,
+// the set the npm package carries).
 //
 // The runtime is the node running this script (the `node` first on PATH under `npm run build`);
 // its headers come from <prefix>/include/node, or from $HEAP_LABELS_NODE_INCLUDE. Runs under any
-// node >= 20. Options: --debug builds the dev profile.
+// node >= 20. Options: --debug builds the dev profile; --out <dir>; --strip drops the symbol table
+// (the package's prebuilds).
+//
+// Each ABI builds in its own cargo target directory (target/node-abi<N>, unless CARGO_TARGET_DIR is
+// set), so switching runtimes reuses each one's build. Paths of the building machine are mapped to
+// fixed names (rustc's --remap-path-prefix, the compilers' -ffile-prefix-map): the file does not
+// depend on where the tree or the cargo registry lie.
 'use strict';
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
@@ -57,42 +67,69 @@ function checkSupported(include) {
   }
 }
 
-function cargoBuild(include, release) {
+function targetDir(abi) {
+  return process.env.CARGO_TARGET_DIR
+    ? path.resolve(root, process.env.CARGO_TARGET_DIR)
+    : path.join(root, 'target', `node-abi${abi}`);
+}
+
+function cargoBuild(include, release, abi) {
   const args = ['build', '-p', 'heap-labels', '--lib'];
   if (release) args.push('--release');
   console.error(`heap-labels build: cargo ${args.join(' ')} (headers: ${include})`);
-  const result = spawnSync('cargo', args, {
-    cwd: root,
-    stdio: 'inherit',
-    env: { ...process.env, HEAP_LABELS_NODE_INCLUDE: include, HEAP_LABELS_NODE: process.execPath },
-  });
+  const cargoHome = process.env.CARGO_HOME || path.join(os.homedir(), '.cargo');
+  const remap = [`${root}=heap-labels`, `${cargoHome}=cargo`, `${include}=node-include`];
+  const env = {
+    ...process.env,
+    HEAP_LABELS_NODE_INCLUDE: include,
+    HEAP_LABELS_NODE: process.execPath,
+    CARGO_TARGET_DIR: targetDir(abi),
+    RUSTFLAGS: [process.env.RUSTFLAGS, ...remap.map((m) => `--remap-path-prefix=${m}`)].filter(Boolean).join(' '),
+    CXXFLAGS: [process.env.CXXFLAGS, ...remap.map((m) => `-ffile-prefix-map=${m}`)].filter(Boolean).join(' '),
+  };
+  const result = spawnSync('cargo', args, { cwd: root, stdio: 'inherit', env });
   if (result.error) fail(`could not run cargo: ${result.error.message}`);
   if (result.status !== 0) fail(`cargo exited with ${result.status}`);
 }
 
-function install(release, abi) {
-  const targetDir = process.env.CARGO_TARGET_DIR
-    ? path.resolve(root, process.env.CARGO_TARGET_DIR)
-    : path.join(root, 'target');
-  const built = path.join(targetDir, release ? 'release' : 'debug', 'libheap_labels.so');
+// glibc or musl: the libc tag of node-gyp-build's file names (it asks the same of the loading node).
+function libc() {
+  return process.report.getReport().header.glibcVersionRuntime ? 'glibc' : 'musl';
+}
+
+function install(release, abi, outRoot, strip) {
+  const built = path.join(targetDir(abi), release ? 'release' : 'debug', 'libheap_labels.so');
   if (!fs.existsSync(built)) fail(`cargo produced no ${built}`);
-  const outDir = path.join(root, 'build', `node-v${abi}-${process.platform}-${process.arch}`);
+  const outDir = path.join(outRoot, `${process.platform}-${process.arch}`);
   fs.mkdirSync(outDir, { recursive: true });
-  const out = path.join(outDir, 'heap_labels.node');
+  const out = path.join(outDir, `node.abi${abi}.${libc()}.node`);
   // Copy then rename: a process that has the old file loaded keeps its mapping intact.
   const tmp = `${out}.${process.pid}.tmp`;
   fs.copyFileSync(built, tmp);
+  if (strip) {
+    const result = spawnSync('strip', ['--strip-unneeded', tmp], { stdio: 'inherit' });
+    if (result.status !== 0) fail(`strip failed on ${tmp}`);
+  }
   fs.renameSync(tmp, out);
-  console.error(`heap-labels build: installed ${path.relative(root, out)}`);
+  console.error(`heap-labels build: installed ${path.relative(process.cwd(), out) || out}`);
+}
+
+function option(name) {
+  const i = process.argv.indexOf(name);
+  if (i === -1) return undefined;
+  if (i + 1 >= process.argv.length) fail(`${name} needs a value`);
+  return process.argv[i + 1];
 }
 
 function main() {
   const release = !process.argv.includes('--debug');
+  const strip = process.argv.includes('--strip');
+  const outRoot = path.resolve(option('--out') ?? path.join(root, 'build', 'prebuilds'));
   const include = includeDir();
   checkSupported(include);
   const abi = moduleVersion(include);
-  cargoBuild(include, release);
-  install(release, abi);
+  cargoBuild(include, release, abi);
+  install(release, abi, outRoot, strip);
 }
 
 main();

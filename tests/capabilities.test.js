@@ -3,6 +3,8 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');
 const { spawnSync } = require('node:child_process');
@@ -105,17 +107,24 @@ test('the ESM entry exposes the same single instance', async () => {
   assert.equal(hl.withHeapProfileLabels({ via: 'esm' }, esm.getHeapProfileLabels), labels);
 });
 
-test('a missing addon build fails at import with the command that builds it', () => {
+test('without an addon for this runtime, loading fails with platform, ABI and the way out', (t) => {
+  // A copy of the package's JS with no build/ and no prebuilds/ (its dependencies linked in).
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-noaddon-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  fs.cpSync(path.join(root, 'lib'), path.join(dir, 'lib'), { recursive: true });
+  fs.copyFileSync(path.join(root, 'package.json'), path.join(dir, 'package.json'));
+  fs.mkdirSync(path.join(dir, 'tools', 'patched-node'), { recursive: true });
+  fs.copyFileSync(path.join(root, 'tools', 'patched-node', 'versions.env'), path.join(dir, 'tools', 'patched-node', 'versions.env'));
+  fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
   const result = spawnSync(process.execPath, ['-e', `
-    const Module = require('node:module');
-    const fs = require('node:fs');
-    const real = fs.existsSync;
-    fs.existsSync = (p) => (String(p).endsWith('heap_labels.node') ? false : real(p));
-    try { require(${JSON.stringify(libPath)}); console.log('loaded'); }
+    try { require(${JSON.stringify(path.join(dir, 'lib', 'index.js'))}); console.log('loaded'); }
     catch (err) { console.log(err.message); }
   `], { encoding: 'utf8' });
   assert.equal(result.status, 0, result.stderr);
-  assert.match(result.stdout, /no native addon for this runtime/);
+  const platform = `${process.platform}-${process.arch}`;
+  assert.match(result.stdout, new RegExp(`no native addon for ${platform} \\w+, Node\\.js ABI ${process.versions.modules} `));
+  assert.match(result.stdout, new RegExp(`carries no prebuilt addon for ${platform}`));
+  assert.match(result.stdout, /npm rebuild heap-labels/);
   assert.match(result.stdout, /npm run build/);
-  assert.match(result.stdout, new RegExp(`node-v${process.versions.modules}-`));
+  assert.match(result.stdout, /https:\/\/rustup\.rs/);
 });
