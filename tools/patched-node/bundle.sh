@@ -7,8 +7,9 @@
 #
 #   tools/patched-node/bundle.sh <path of the patched node>
 #
-# The addon is the one build of this runtime's ABI (build/node-v<ABI>-linux-x64/heap_labels.node),
-# built against the stock Node.js 22.22.2 headers when missing: the same file loads into stock and
+# The addon is the one build of this runtime's ABI (build/prebuilds/linux-x64/node.abi<ABI>.glibc.node,
+# scripts/build.js), built against the stock headers of the runtime's line when missing, and goes
+# where the package carries its prebuilt addons (prebuilds/, found by lib/native.js): the same file loads into stock and
 # patched runtimes (tests/patched.test.js checks that promise). A second run with unchanged package
 # files and addon is a no-op (a content stamp in the installed package). Each version is a directory
 # of its own (lib/node_modules/.heap-labels-<stamp>) and `heap-labels` a symbolic link to it, replaced
@@ -24,17 +25,17 @@ node=${1:?usage: bundle.sh <path of the patched node>}
 [ -x "$node" ] || die "not an executable: $node"
 prefix=$(cd "$(dirname "$node")/.." && pwd)
 abi=$("$node" -p 'process.versions.modules')
-addon_dir="build/node-v$abi-linux-x64"
+addon="build/prebuilds/linux-x64/node.abi$abi.glibc.node"
 
 cd "$repo"
-if [ ! -f "$addon_dir/heap_labels.node" ]; then
-  log "building the addon for ABI $abi (stock Node.js 22 headers)"
+if [ ! -f "$addon" ]; then
+  log "building the addon for ABI $abi (the stock runtime's headers)"
   stock_bin=$(bash scripts/runtimes.sh bin primary)
   PATH="$stock_bin:$PATH" node scripts/build.js >&2
 fi
 
 stamp=$({
-  sha256sum package.json package-lock.json "$addon_dir/heap_labels.node"
+  sha256sum package.json package-lock.json "$addon" scripts/install.js tools/patched-node/versions.env
   find lib bin -type f -print0 | sort -z | xargs -0 sha256sum
 } | sha256sum | cut -c1-16)
 target="$prefix/lib/node_modules/heap-labels"
@@ -46,10 +47,13 @@ fi
 work=$(mktemp -d "$prefix/.bundle.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 stage="$work/stage"
-mkdir -p "$stage/$addon_dir"
+mkdir -p "$stage/prebuilds/linux-x64" "$stage/scripts" "$stage/tools/patched-node"
 cp -r package.json lib bin "$stage/"
-cp "$addon_dir/heap_labels.node" "$stage/$addon_dir/"
-tarball=$(cd "$stage" && npm pack --silent --pack-destination "$work")
+# The install hook (it finds the prebuilt addon and does nothing) and the list of supported lines.
+cp scripts/install.js "$stage/scripts/"
+cp tools/patched-node/versions.env "$stage/tools/patched-node/"
+cp "$addon" "$stage/prebuilds/linux-x64/"
+tarball=$(cd "$stage" && npm pack --silent --ignore-scripts --pack-destination "$work")
 log "installing $tarball into $prefix/lib/node_modules"
 npm install --global --prefix "$work/prefix" --no-audit --no-fund --loglevel=error "$work/$tarball" >&2
 echo "$stamp" > "$work/prefix/lib/node_modules/heap-labels/.heap-labels-bundle"
