@@ -18,8 +18,17 @@ const labeled = caps.sampleLabels;
 const external = caps.externalBytes;
 const nodeV8 = require('node:v8');
 const runtimeHasApi = typeof nodeV8.withHeapProfileLabels === 'function';
-// The patched runtime's V8 has the sample-labels API, whatever the process flags.
+// The patched runtime's V8 has the sample-labels API, whatever the process flags. Its node:v8 has
+// the API where the recipe patches this line's Node.js for it (tools/patched-node/node-patches/).
 const patchedRuntime = !caps.reasons.some((r) => r.startsWith('sampleLabels: this runtime'));
+const major = process.versions.node.split('.')[0];
+const lineHasNodePatch = (() => {
+  const dir = path.join(__dirname, '..', 'tools', 'patched-node', 'node-patches', major);
+  return fs.existsSync(dir) && fs.readdirSync(dir).some((f) => f.includes('heap-profile-labels'));
+})();
+const patchedWithApi =
+  !patchedRuntime ? `stock Node.js ${process.version}` :
+    !lineHasNodePatch && `the recipe has no node:v8 patch for Node.js ${major} (tools/patched-node/node-patches/${major}/)`;
 
 const MODULES = [
   ['heap-labels/v8', false],
@@ -229,7 +238,7 @@ for (const [moduleName, skip] of MODULES) {
 
 describe('node:v8 of the runtime', () => {
   test('the patched runtime has the three functions with no install and no flag; the stock exports stay', {
-    skip: !patchedRuntime && `stock Node.js ${process.version}`,
+    skip: patchedWithApi,
   }, () => {
     for (const name of ['withHeapProfileLabels', 'setHeapProfileLabels', 'startHeapProfile']) {
       assert.equal(typeof nodeV8[name], 'function', name);
@@ -252,7 +261,7 @@ describe('node:v8 of the runtime', () => {
   });
 
   test('a patched runtime without its bundled package: require("node:v8") works, the functions are absent', {
-    skip: !patchedRuntime && `stock Node.js ${process.version}`,
+    skip: patchedWithApi,
   }, (t) => {
     // The same binary under another prefix (a hard link where possible), with no lib/node_modules.
     const base = fs.mkdtempSync(path.join(path.dirname(path.dirname(fs.realpathSync(process.execPath))), '..', '.no-bundle-'));
@@ -315,7 +324,7 @@ describe('node:v8 of the runtime', () => {
   });
 
   test('stock node:v8 stays as it is (Node.js 26: its own startHeapProfile)', {
-    skip: patchedRuntime && 'the patched runtime (see above)',
+    skip: runtimeHasApi && 'node:v8 has the API here (see above)',
   }, () => {
     assert.equal(typeof nodeV8.withHeapProfileLabels, 'undefined');
     if (typeof nodeV8.startHeapProfile === 'function') {
