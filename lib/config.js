@@ -252,6 +252,8 @@ function checkHeaders(entries) {
   let bytes = 0;
   const out = {};
   for (const [name, value] of entries) {
+    // Control characters are what this check refuses (header injection, CR/LF).
+    // eslint-disable-next-line no-control-regex
     if (typeof name !== 'string' || !HEADER_NAME_RE.test(name) || typeof value !== 'string' || /[\x00-\x1f\x7f]/.test(value)) {
       throw new Problem(bad);
     }
