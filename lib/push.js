@@ -105,15 +105,17 @@ class OtlpPusher {
     }
   }
 
-  // Resolves when the queue is empty or `timeoutMs` passed (tests, and a last push on stop).
+  // Resolves to whether the queue emptied within `timeoutMs` (agent.push()). A backoff in
+  // progress is cut short once, so that what was just collected goes out now; later retries keep
+  // their backoff (a collector that is down is not hammered).
   async flush(timeoutMs = this.#timeoutMs) {
     const deadline = Date.now() + timeoutMs;
+    if (this.#retryTimer && !this.#sending) {
+      clearTimeout(this.#retryTimer);
+      this.#retryTimer = undefined;
+      this.#drain();
+    }
     while ((this.#queue.length > 0 || this.#sending || this.#collecting) && Date.now() < deadline && !this.#stopped) {
-      if (this.#retryTimer && !this.#sending) {
-        clearTimeout(this.#retryTimer);
-        this.#retryTimer = undefined;
-        this.#drain();
-      }
       await new Promise((resolve) => setTimeout(resolve, 10).unref());
     }
     return this.#queue.length === 0;
