@@ -63,7 +63,9 @@ export interface HeapProfile {
   externalBytes: { labels: Labels; bytes: number }[] | undefined;
 }
 
-export interface HeapProfileHandle {
+/** What startHeapProfile returns (the module exports the class too; it is not constructed directly). */
+export declare class HeapProfileHandle {
+  private constructor();
   /** The profile so far (the session goes on); undefined once the session is over. */
   getAllocationProfile(): HeapProfile | undefined;
   /** The group counters; undefined without groupBy and once the session is over. */
