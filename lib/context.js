@@ -36,6 +36,19 @@ function getHeapProfileLabels() {
   return holder === undefined ? undefined : labelsOfHolder(holder);
 }
 
+// For lib/integrations/request-context.js, which runs a request's own event listeners under the
+// labels its integration entered last: the label holder current in this async context (undefined:
+// none), and `fn.apply(thisArg, args)` with `holder` current (only this storage's entry of the
+// context changes; other AsyncLocalStorage users see what they would have seen).
+function currentLabelHolder() {
+  return storage.getStore();
+}
+
+function applyWithLabelHolder(holder, fn, thisArg, args) {
+  if (storage.getStore() === holder) return Reflect.apply(fn, thisArg, args);
+  return storage.run(holder, Reflect.apply, fn, thisArg, args);
+}
+
 let acfEnabled;
 
 // Whether AsyncLocalStorage is backed by AsyncContextFrame in this process. Probed by behaviour:
@@ -61,4 +74,6 @@ module.exports = {
   setHeapProfileLabels,
   getHeapProfileLabels,
   asyncContextFrameEnabled,
+  currentLabelHolder,
+  applyWithLabelHolder,
 };

@@ -96,10 +96,10 @@ function expressRouteLabels(app, options) {
     try {
       req[kExtras] = labeler.extrasOf(req);
     } catch (error) {
-      labeler.enterRoute(undefined, undefined);
+      labeler.enterRoute(req, undefined, undefined);
       return next(error);
     }
-    labeler.enterRoute(undefined, req[kExtras]);
+    labeler.enterRoute(req, undefined, req[kExtras]);
     return next();
   });
   // First in the stack, after express 4's query parser and init (which set up req.get() etc.).
@@ -225,7 +225,7 @@ function patchRequestPrototype(app) {
       // Express 4 assigns the route twice (router, then Route#dispatch): enter once.
       if (template === this[kEntered]) return;
       this[kEntered] = template;
-      mount.labeler.enterRoute(template, this[kExtras]);
+      mount.labeler.enterRoute(this, template, this[kExtras]);
     },
   });
   proto[kPatched] = true;

@@ -33,12 +33,12 @@ function fastifyRouteLabels(fastify, options, done) {
     try {
       extras = labeler.extrasOf(request);
     } catch (error) {
-      labeler.enterRoute(undefined, undefined);
+      labeler.enterRoute(request.raw, undefined, undefined);
       next(error);
       return;
     }
     // is404 is a cheap check; routeOptions builds an object, so it is read only for routes.
-    labeler.enterRoute(request.is404 ? undefined : request.routeOptions.url, extras);
+    labeler.enterRoute(request.raw, request.is404 ? undefined : request.routeOptions.url, extras);
     next();
   });
   done();

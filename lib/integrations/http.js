@@ -13,7 +13,9 @@
 // labelRequest(req, template) sets the labels with setHeapProfileLabels (enterWith semantics), so
 // call it in the request listener (or a middleware it calls synchronously): everything after it in
 // that listener, and everything it starts or awaits, carries them; the next request starts from
-// its own listener call. It returns the interned label object. An undefined or null template is
+// its own listener call. The request's and its response's event listeners ('data', 'end',
+// 'close', 'finish', ...) run under them too, wherever they were added (request-context.js). It
+// returns the interned label object. An undefined or null template is
 // the unmatched bucket; bad extra labels or a template that cannot be a label value throw the
 // library's TypeError/RangeError naming the key (the caller decides how the request fails; the
 // labels are then the bucket without extra labels, so the error path does not run with the
@@ -34,10 +36,10 @@ function httpRouteLabels(options) {
       );
     }
     try {
-      return labeler.enter(template, labeler.extrasOf(request));
+      return labeler.enter(request, template, labeler.extrasOf(request));
     } catch (error) {
       // The request still gets its own labels (the bucket) before the caller handles the error.
-      labeler.enter(undefined, undefined);
+      labeler.enter(request, undefined, undefined);
       throw error;
     }
   };

@@ -34,7 +34,7 @@
 // and not changed here. koa-mount'ed sub-apps route with their own routers, whose paths lack the
 // mount prefix. Install before app.listen()/app.callback() is used, once per app.
 
-const { setHeapProfileLabels, withHeapProfileLabels } = require('../context');
+const { withHeapProfileLabels } = require('../context');
 const { createRouteLabeler, formatPath } = require('./route-labels');
 
 const WHERE = 'heap-labels/koa';
@@ -66,8 +66,7 @@ function koaRouteLabels(app, options) {
       const labels = labeler.routeLabels(formatPath(path), this[kExtras]);
       // The router assigns a route once for the match and once before its middleware: enter once.
       if (labels === this[kLabels]) return;
-      this[kLabels] = labels;
-      setHeapProfileLabels(labels);
+      this[kLabels] = labeler.enterLabels(this.req, labels);
     },
   });
 
@@ -83,10 +82,10 @@ function koaRouteLabels(app, options) {
       ctx[kExtras] = labeler.extrasOf(ctx);
     } catch (error) {
       ctx[kExtras] = undefined;
-      ctx[kLabels] = labeler.enterRoute(undefined, undefined);
+      ctx[kLabels] = labeler.enterRoute(ctx.req, undefined, undefined);
       return handleRequest.call(this, ctx, (c) => new LabeledResult(c, Promise.reject(error)));
     }
-    ctx[kLabels] = labeler.enterRoute(undefined, ctx[kExtras]);
+    ctx[kLabels] = labeler.enterRoute(ctx.req, undefined, ctx[kExtras]);
     return handleRequest.call(this, ctx, chain);
   };
   app[kInstalled] = true;

@@ -9,9 +9,13 @@
 // templates is capped (`maxRoutes`): past it new templates share the bucket too, with a warning.
 // Extra labels come from the user's `labels(request)` function once per request; its result is
 // validated like any label set (a frozen object it returns again is validated only once).
+//
+// Entering labels for a request also makes them the request's own (request-context.js): the
+// listeners of its IncomingMessage and ServerResponse run under them.
 
 const { setHeapProfileLabels } = require('../context');
 const { MAX_LABELS, intern, internWith } = require('../labels');
+const { bindRequest } = require('./request-context');
 
 const DEFAULT_KEY = 'route';
 const DEFAULT_UNMATCHED = '(unmatched)';
@@ -131,10 +135,17 @@ class RouteLabeler {
     return false;
   }
 
-  // Enters the labels of `template` for the rest of the current async context and returns them.
-  enter(template, extras) {
-    const labels = this.labelsFor(template, extras);
+  // Enters the labels of `template` for the rest of the current async context and as the
+  // labels of `request` (node:http's request object), and returns them.
+  enter(request, template, extras) {
+    return this.enterLabels(request, this.labelsFor(template, extras));
+  }
+
+  // Enters `labels` (made by this labeler) for the rest of the current async context and as the
+  // labels of `request`'s own event listeners; returns them.
+  enterLabels(request, labels) {
     setHeapProfileLabels(labels);
+    bindRequest(request);
     return labels;
   }
 
@@ -156,11 +167,9 @@ class RouteLabeler {
     }
   }
 
-  // Enters routeLabels(template, extras) for the rest of the current async context; returns them.
-  enterRoute(template, extras) {
-    const labels = this.routeLabels(template, extras);
-    setHeapProfileLabels(labels);
-    return labels;
+  // As enter(), with routeLabels(template, extras).
+  enterRoute(request, template, extras) {
+    return this.enterLabels(request, this.routeLabels(template, extras));
   }
 
   warnOnce(what, message) {
