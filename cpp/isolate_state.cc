@@ -157,6 +157,20 @@ rust::Vec<std::size_t> IsolateState::overflowed_holders() const {
   return out;
 }
 
+std::uint64_t IsolateState::label_holder_serial(std::size_t holder) const {
+  std::uint64_t serial = holders_.SerialOf(ToLocal(holder));
+  if (serial == 0) {
+    throw std::invalid_argument("not a label holder of this isolate");
+  }
+  return serial;
+}
+
+std::size_t IsolateState::live_label_holder(std::uint64_t serial) const {
+  v8::Local<v8::Object> holder;
+  if (!holders_.Find(serial).ToLocal(&holder)) return 0;
+  return ToNapiValue(holder);
+}
+
 std::size_t IsolateState::register_labels_key(std::size_t key) {
   v8::Local<v8::Value> value = ToLocal(key);
   if (!value->IsObject()) {

@@ -12,6 +12,7 @@ struct LabelHolders::Record {
   v8::Global<v8::Object> holder;
   std::size_t word;
   std::size_t pending;
+  std::uint64_t serial;
 };
 
 LabelHolders::~LabelHolders() {
@@ -50,8 +51,8 @@ v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
     if (pending != 0) drop_pending_labels(pending);
     return {};
   }
-  auto* record =
-      new Record{this, v8::Global<v8::Object>(isolate_, holder), word, pending};
+  auto* record = new Record{this, v8::Global<v8::Object>(isolate_, holder),
+                            word, pending, next_serial_++};
   // Arc<LabelSet> pointers and records are at least 8-byte aligned, as V8
   // requires (2).
   SetAlignedPointer(holder, kHolderWordField, reinterpret_cast<void*>(word));
@@ -59,8 +60,20 @@ v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
   record->holder.SetWeak(record, &LabelHolders::OnHolderCollected,
                          v8::WeakCallbackType::kParameter);
   records_.insert(record);
+  by_serial_.emplace(record->serial, record);
   if (pending != 0) overflowed_.insert(record);
   return scope.Escape(holder);
+}
+
+std::uint64_t LabelHolders::SerialOf(v8::Local<v8::Value> holder) const {
+  Record* record = RecordOf(holder);
+  return record == nullptr ? 0 : record->serial;
+}
+
+v8::MaybeLocal<v8::Object> LabelHolders::Find(std::uint64_t serial) const {
+  auto found = by_serial_.find(serial);
+  if (found == by_serial_.end() || found->second->holder.IsEmpty()) return {};
+  return found->second->holder.Get(isolate_);
 }
 
 // Only objects made by Create() with a record that is still ours count: a
@@ -122,6 +135,8 @@ void LabelHolders::OnHolderCollected(const v8::WeakCallbackInfo<Record>& info) {
   record->holder.Reset();
   record->owner->records_.erase(record);
   record->owner->overflowed_.erase(record);
+  record->owner->by_serial_.erase(record->serial);
+  record->owner->collected_++;
   Release(record);
 }
 

@@ -21,9 +21,13 @@ const {
 
 const interned = new WeakSet(); // frozen label objects made here (user labels; not the overflow set's)
 const byKey = new Map(); // canonical key -> WeakRef(frozen labels)
-// frozen labels -> WeakRef(label holder) bound to its own set / to the overflow set. Weak both
-// ways: a holder lives while an async context stores it, not merely while its label object does,
-// so label objects kept elsewhere (a profile's samples, a route table) pin no label set.
+// frozen labels -> serial number of its label holder bound to its own set / to the overflow set;
+// the addon hands out the holder while it lives (native.liveLabelHolder). Weak both ways: a
+// holder lives while an async context stores it, not merely while its label object does, so
+// label objects kept elsewhere (a profile's samples, a route table) pin no label set. Not a
+// WeakRef: once created or dereferenced, a WeakRef keeps its target until the end of the job, so
+// a synchronous batch of items with labels of their own would keep every item's holder and set
+// (the cap would fill with sets nothing uses) until the event loop turns.
 const holders = new WeakMap();
 const overflowHolders = new WeakMap();
 const objectPrototypes = new WeakSet(); // other realms' Object.prototype objects seen
@@ -248,32 +252,33 @@ function internWith(labels, key, value, where) {
 
 // The label holder of an interned label object (created on first use).
 function holderOf(labels) {
-  return holders.get(labels)?.deref() ?? holderOnOverflow(labels);
+  const serial = holders.get(labels);
+  return (serial !== undefined && native.liveLabelHolder(serial)) || holderOnOverflow(labels);
 }
 
 // A new holder, and one made while the registry was at maxLabelSets (bound to the overflow set).
 // Each use of the latter asks the addon to bind it to its own set if there is room now (the addon
 // also does so for all such holders when a session starts, a profile is read or stats are taken),
 // so a label object that lives long (a frozen per-route object, a busy route) recovers its real
-// labels. Either way, once bound, the addon names the holder's set (its key, into setKey): reads
-// then find these labels by key.
-const setKey = new Float64Array(2);
+// labels. Either way, once bound, the addon names the holder's set (its key, into setKey[0..2]):
+// reads then find these labels by key. setKey[2] is the holder's serial number.
+const setKey = new Float64Array(3);
 
 function holderOnOverflow(labels) {
-  let holder = overflowHolders.get(labels)?.deref();
+  const serial = overflowHolders.get(labels);
+  let holder = serial === undefined ? undefined : native.liveLabelHolder(serial);
   if (holder === undefined) {
     const [keys, values] = pairsOf.get(labels);
     holder = native.createLabelHolder(keys, values);
     Object.defineProperty(holder, 'labels', { value: labels });
     Object.freeze(holder);
   }
-  const ref = new WeakRef(holder);
   if (native.bindLabelHolder(holder, setKey)) {
     if (setKey[0] >= 0) rememberSet(setKey[0], setKey[1], labels);
     overflowHolders.delete(labels);
-    holders.set(labels, ref);
+    holders.set(labels, setKey[2]);
   } else {
-    overflowHolders.set(labels, ref);
+    overflowHolders.set(labels, setKey[2]);
   }
   return holder;
 }

@@ -240,6 +240,22 @@ pub mod ffi {
         /// How many live holders are bound to the overflow set.
         fn overflowed_holder_count(self: &IsolateState) -> usize;
 
+        /// The serial number of `holder` (a napi_value), never reused within the isolate: what
+        /// lib/ keeps to find the holder again with `live_label_holder`. Fails when `holder` is
+        /// not a live holder of this isolate.
+        ///
+        /// # Safety
+        /// As for `create_label_holder`.
+        unsafe fn label_holder_serial(self: &IsolateState, holder: usize) -> Result<u64>;
+
+        /// The live holder with serial number `serial` as a napi_value of the current napi
+        /// callback, 0 when it was collected. Unlike a JS WeakRef's deref(), keeps nothing alive
+        /// beyond that callback's scope.
+        ///
+        /// # Safety
+        /// Must run inside a napi callback on the isolate's thread.
+        unsafe fn live_label_holder(self: &IsolateState, serial: u64) -> usize;
+
         /// Registers the lib's AsyncLocalStorage instance (a napi_value) as the labels key unless
         /// one is registered already; returns the registered key (a napi_value).
         ///
@@ -257,6 +273,9 @@ pub mod ffi {
 
         /// Live label holders (created and not yet collected).
         fn live_holders(self: &IsolateState) -> usize;
+
+        /// Label holders collected so far (a count that only grows).
+        fn collected_holders(self: &IsolateState) -> u64;
 
         /// `HeapStatistics::external_memory()` of the isolate.
         fn external_memory(self: &IsolateState) -> u64;

@@ -80,6 +80,24 @@ pub fn bind_new_holder(
     )
 }
 
+/// Prunes when the registry is full and label holders were collected since the last such prune:
+/// the sets of the collected holders may be free to go, and without this a full registry would
+/// hand out the overflow set until the amortized prune (`prune_if_due`, after 256 overflowed
+/// interns) found them, e.g. right after a GC in a synchronous batch. At most one walk over the
+/// sets per GC that collected holders, however many interns meet the cap. Isolate thread, inside
+/// napi calls only.
+pub fn make_room(state: &mut IsolateAddon) {
+    if state.registry.len() < state.registry.max_sets() {
+        return;
+    }
+    let collected = state.v8.collected_holders();
+    if collected == state.pruned_at_collected {
+        return;
+    }
+    state.pruned_at_collected = collected;
+    state.registry.prune();
+}
+
 /// A word (one strong reference) of the set `pending` stands for, if the registry has room for it
 /// now.
 fn retry(registry: &LabelRegistry, pending: usize) -> Option<usize> {
@@ -101,6 +119,7 @@ pub fn bind_holder(state: &mut IsolateAddon, holder: usize) -> Result<Option<Hol
     }
     // A failed retry counts as an overflowed intern: a label object used again and again while
     // the registry is full drives the amortized prune that finds released sets.
+    make_room(state);
     state.registry.prune_if_due();
     let Some(word) = retry(&state.registry, binding.pending) else {
         return Ok(None);

@@ -81,14 +81,19 @@ pub fn label_limits() -> NativeLabelLimits {
 
 /// Writes the key of a holder's set into lib/'s `setKey` array: `[id, generation]`, or `[-1, 0]`
 /// when the holder has no set of its own (no labels, or the overflow set).
-fn write_set_key(set_key: &mut Float64Array, key: Option<labels::SetKey>) -> error::Result<()> {
+fn write_set_key(
+    set_key: &mut Float64Array,
+    key: Option<labels::SetKey>,
+    serial: u64,
+) -> error::Result<()> {
     // SAFETY: no JS runs until the napi call that passed `set_key` returns, and lib/ makes it on a
     // plain (not shared) ArrayBuffer, so nothing else touches it while this slice lives.
     let out = unsafe { set_key.as_mut() };
-    let [id, generation, ..] = out else {
-        return Err(Error::Native("setKey must have two elements".into()));
+    let [id, generation, holder_serial, ..] = out else {
+        return Err(Error::Native("setKey must have three elements".into()));
     };
     (*id, *generation) = key.map_or((-1.0, 0.0), |k| (f64::from(k.id), k.generation as f64));
+    *holder_serial = serial as f64;
     Ok(())
 }
 
@@ -118,6 +123,7 @@ pub fn create_label_holder<'env>(
 ) -> napi::Result<Object<'env>> {
     let run = || -> error::Result<Object<'env>> {
         let state = isolate_state(env)?;
+        labels::make_room(state);
         let binding = labels::bind_new_holder(&state.registry, keys, values)?;
         // SAFETY: inside this napi callback on the isolate thread; the binding was just made by
         // `bind_new_holder` (the holder takes it over, also on failure).
@@ -128,9 +134,10 @@ pub fn create_label_holder<'env>(
 }
 
 /// Signature: `(holder: object, setKey: Float64Array) => boolean` - whether the holder is bound to
-/// its own label set or to no labels (its set's key then in `setKey`), after binding it to its
-/// set if it was bound to the overflow set and the registry has room now. lib/ calls it for every
-/// new holder, and so learns the key of every set it makes a holder for.
+/// its own label set or to no labels (its set's key then in `setKey[0..2]`), after binding it to
+/// its set if it was bound to the overflow set and the registry has room now; `setKey[2]` is the
+/// holder's serial number either way (see `liveLabelHolder`). lib/ calls it for every new holder,
+/// and so learns the key of every set it makes a holder for.
 #[napi]
 pub fn bind_label_holder(
     env: Env,
@@ -138,16 +145,41 @@ pub fn bind_label_holder(
     mut set_key: Float64Array,
 ) -> napi::Result<bool> {
     let mut run = || -> error::Result<bool> {
-        let Some(binding) = labels::bind_holder(isolate_state(&env)?, holder.raw() as usize)?
-        else {
+        let state = isolate_state(&env)?;
+        // SAFETY: inside this napi callback on the isolate thread; `holder` is one of its values.
+        let serial = unsafe { state.v8.label_holder_serial(holder.raw() as usize)? };
+        let Some(binding) = labels::bind_holder(state, holder.raw() as usize)? else {
+            write_set_key(&mut set_key, None, serial)?;
             return Ok(false);
         };
         // `holder`, a napi_value of this call, keeps the binding's word alive.
-        write_set_key(&mut set_key, labels::key_of(&binding))?;
+        write_set_key(&mut set_key, labels::key_of(&binding), serial)?;
         Ok(true)
     };
     run().map_err(|e| e.throw(&env))
 }
+
+/// Signature: `(serial: number) => object | undefined` - the label holder with that serial number
+/// (from `bindLabelHolder`) while it is alive. How lib/ finds a label object's holder again: a JS
+/// WeakRef would keep every holder it dereferenced alive until the end of the job, and with it
+/// its label set, so a synchronous batch of items with labels of their own would fill
+/// `maxLabelSets` with sets nothing uses.
+#[napi]
+pub fn live_label_holder(env: &Env, serial: f64) -> napi::Result<Option<Object<'_>>> {
+    let run = || -> error::Result<Option<Object<'_>>> {
+        let state = isolate_state(env)?;
+        if !(1.0..=MAX_SAFE_INTEGER).contains(&serial) || serial.fract() != 0.0 {
+            return Ok(None);
+        }
+        // SAFETY: inside this napi callback on the isolate thread.
+        let holder = unsafe { state.v8.live_label_holder(serial as u64) };
+        Ok((holder != 0).then(|| Object::from_raw(env.raw(), holder as napi::sys::napi_value)))
+    };
+    run().map_err(|e| e.throw(env))
+}
+
+/// 2^53 - 1: the largest integer a JS number holds exactly (serial numbers stay below it).
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
 /// Signature: `(key: object) => unknown` - the value stored under `key` in the current
 /// AsyncContextFrame, or `undefined` when the continuation data is not a frame (ACF off).

@@ -30,6 +30,9 @@ pub struct IsolateAddon {
     pub next_session_id: u32,
     /// Operations support: the unlabeled-samples set, the near-heap-limit dumper.
     pub ops: OpsState,
+    /// `collected_holders()` at the last prune made because the registry was full
+    /// (`labels::make_room`).
+    pub pruned_at_collected: u64,
     /// V8-side state (holder template, labels key, profiler ownership). Declared last so that it is
     /// dropped last: its destructor stops the profiler and releases the words of live holders.
     pub v8: UniquePtr<ffi::IsolateState>,
@@ -56,6 +59,7 @@ impl IsolateAddon {
             session: None,
             next_session_id: 1,
             ops,
+            pruned_at_collected: 0,
             v8: ffi::new_isolate_state(v8_callbacks::external_counters_address(counters)),
             dead_samples: allocations::new_totals(),
         };

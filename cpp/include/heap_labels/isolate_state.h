@@ -47,9 +47,12 @@ class IsolateState : public HeapLimitDumpSource {
   HolderBinding holder_binding(std::size_t holder) const;
   void rebind_label_holder(std::size_t holder, std::size_t word);
   rust::Vec<std::size_t> overflowed_holders() const;
+  std::uint64_t label_holder_serial(std::size_t holder) const;
+  std::size_t live_label_holder(std::uint64_t serial) const;
   std::size_t register_labels_key(std::size_t key);
   std::size_t frame_value(std::size_t key);
   std::size_t live_holders() const { return holders_.live(); }
+  std::uint64_t collected_holders() const { return holders_.collected(); }
   std::size_t overflowed_holder_count() const { return holders_.overflowed(); }
   uint64_t external_memory() const override;
   // Whether the counting allocator is installed (a session tracks external

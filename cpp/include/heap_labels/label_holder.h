@@ -16,11 +16,20 @@
 // it on the isolate thread, in a napi call, once the registry has room again:
 // field 0 then points at the holder's own set. Field 0 changes only there,
 // never from a V8 callback; the capture callback only reads it.
+//
+// lib/ finds the holder of a label object again by the holder's serial number
+// (Find), not through a JS WeakRef: a WeakRef's target is kept alive until the
+// end of the current job once it was created or dereferenced, so a synchronous
+// batch that labels many items would keep every item's holder, and so its label
+// set, until the event loop turns. Find keeps nothing alive beyond the caller's
+// HandleScope.
 
 #ifndef HEAP_LABELS_LABEL_HOLDER_H_
 #define HEAP_LABELS_LABEL_HOLDER_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -59,6 +68,14 @@ class LabelHolders {
   // (and `word` released) when `holder` is not a live holder of this isolate.
   bool Rebind(v8::Local<v8::Value> holder, std::size_t word);
 
+  // The serial number of `holder` (never reused within the isolate), 0 when
+  // it is not a live holder of this isolate.
+  std::uint64_t SerialOf(v8::Local<v8::Value> holder) const;
+
+  // The live holder with serial number `serial`, as a handle in the current
+  // HandleScope; empty when it was collected (or never existed).
+  v8::MaybeLocal<v8::Object> Find(std::uint64_t serial) const;
+
   // The holders bound to the overflow set, as handles in the current
   // HandleScope.
   std::vector<v8::Local<v8::Object>> Overflowed() const;
@@ -67,6 +84,9 @@ class LabelHolders {
   std::size_t live() const { return records_.size(); }
   // Of those, the ones bound to the overflow set.
   std::size_t overflowed() const { return overflowed_.size(); }
+  // Holders collected so far (counted by the weak callback): whether a GC
+  // may have left label sets that only the registry still holds.
+  std::uint64_t collected() const { return collected_; }
 
  private:
   struct Record;
@@ -82,6 +102,10 @@ class LabelHolders {
   std::unordered_set<Record*> records_;
   // The records with pending labels (a subset of records_).
   std::unordered_set<Record*> overflowed_;
+  // The records by serial number (the same records as records_).
+  std::unordered_map<std::uint64_t, Record*> by_serial_;
+  std::uint64_t next_serial_ = 1;
+  std::uint64_t collected_ = 0;
 };
 
 }  // namespace heap_labels
