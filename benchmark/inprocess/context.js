@@ -16,6 +16,11 @@
 //                       the per-request cost of the integrations' route labels (a Map lookup of the
 //                       template's interned object, then setHeapProfileLabels), over 3 templates
 //   http helper+tenant  the same with labels: (req) => a frozen { tenant } kept per tenant
+//   request emit        emit('data', chunk) with one listener on a node:http IncomingMessage that
+//                       labelRequest() labeled, from a context without its labels: the listener runs
+//                       under the request's labels (lib/integrations/request-context.js); against
+//                       the same emit on an IncomingMessage no integration labeled ('plain emit',
+//                       which pays the wrapper's one property read)
 // and the same for an async fn (`await` inside), where the promise machinery dominates.
 // Reported: ns per call and the ratio to the bare AsyncLocalStorage call measured in the same rotation.
 // Every timed case starts from the same context (neither store set): run()/with() then take their
@@ -38,6 +43,16 @@ async function main(args) {
   const labelRequestWithTenant = httpRouteLabels({ labels: (req) => tenants.get(req.tenant) });
   const templates = ['/api/users/:id', '/api/orders/:id', '/api/products'];
   const requests = templates.map((_, i) => ({ tenant: i % 2 ? 'acme' : 'globex' }));
+  const http = require('node:http');
+  const message = () => {
+    const req = new http.IncomingMessage(null);
+    req.on('data', () => sink++);
+    return req;
+  };
+  const plainRequest = message();
+  const labeledRequest = message();
+  labelRequest(labeledRequest, '/api/users/:id');
+  const chunk = Buffer.alloc(16);
 
   const als = new AsyncLocalStorage();
   const store = { route: '/x' };
@@ -77,6 +92,12 @@ async function main(args) {
     'http helper+tenant': () => {
       for (let i = 0; i < calls; i++) labelRequestWithTenant(requests[i % 3], templates[i % 3]);
     },
+    'plain emit': () => {
+      for (let i = 0; i < calls; i++) plainRequest.emit('data', chunk);
+    },
+    'request emit': () => {
+      for (let i = 0; i < calls; i++) labeledRequest.emit('data', chunk);
+    },
   };
   const baselineOf = {
     'with (interned)': 'als.run',
@@ -85,6 +106,7 @@ async function main(args) {
     'set (interned)': 'als.enterWith',
     'http helper': 'als.enterWith',
     'http helper+tenant': 'als.enterWith',
+    'request emit': 'plain emit',
   };
   const asyncCases = {
     'als.run': async () => {
@@ -139,7 +161,7 @@ async function main(args) {
         kind,
         name,
         c.fmtValue(times[name], 0, 'ns'),
-        name === base || name === 'als.enterWith' ? '(baseline)' : `${c.fmtRatio(ratio)} vs ${base}`,
+        name === base || name === 'als.enterWith' || name === 'plain emit' ? '(baseline)' : `${c.fmtRatio(ratio)} vs ${base}`,
       ]);
     }
   };
