@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds and runs the C++ tests of the V8 patch series (v8-patches/12.4/test/*.cc) against the patched
+# Builds and runs the C++ tests of the V8 patch series (v8-patches/test/*.cc, one file for every V8 line) against the patched
 # V8 of the persistent build tree: compiled with the embedder flags Node's own sources use, linked
 # with the same static libraries as the node binary, and googletest from the tarball's deps/.
 #
@@ -26,7 +26,7 @@ flags=$(ninja -t commands obj/src/libnode.async_wrap.o | tail -n1 |
   sed -e 's/^ccache g++ //' -e 's/ -MMD -MF [^ ]*//' -e 's/ -c .*$//')
 objs=()
 mkdir -p heap-labels-test
-for src in "$repo/$V8_PATCH_DIR"/test/*.cc; do
+for src in "$repo"/v8-patches/test/*.cc; do
   obj="heap-labels-test/$(basename "${src%.cc}").o"
   log "compiling $(basename "$src")"
   # shellcheck disable=SC2086

@@ -131,7 +131,7 @@ ensure_tree() {
 # Hash of everything that decides the tree's content and compile lines.
 tree_key() {
   cat "$here/lines.env" "$here/args.gn" "$here/gn_compat.py" "$here/BUILD.gn" "$0" \
-    "$series"/*.patch "$series"/test/*.cc | sha256sum | cut -c1-16
+    "$series"/*.patch "$repo/v8-patches/test"/*.cc | sha256sum | cut -c1-16
 }
 
 # Restores the pristine tree (files only: out/ stays) and applies gn_compat.py, the series and the test
@@ -149,7 +149,7 @@ apply_series() {
   done
   cp "$here/BUILD.gn" "$tree/BUILD.gn"
   mkdir -p "$tree/heap_labels_test"
-  cp "$series"/test/*.cc "$tree/heap_labels_test/"
+  cp "$repo/v8-patches/test"/*.cc "$tree/heap_labels_test/"
   echo "$key" >"$tree/.applied"
 }
 
