@@ -54,6 +54,12 @@ function integer(min, max) {
   };
 }
 
+// A session option's integer rule (lib/session-options.js, which startHeapProfile() checks too).
+function sessionInteger(name) {
+  const rule = session.RULES[name];
+  return integer(rule.min, rule.max);
+}
+
 // A number of seconds, or 0 for off. Decimals are accepted (a test watches every 0.2 s); below
 // `min` a timer would mostly measure itself.
 function seconds(min, max) {
@@ -315,17 +321,17 @@ const OPTIONS = Object.freeze({
   // The session's options, with startHeapProfile()'s defaults and ranges.
   sampleInterval: {
     env: 'HEAP_LABELS_SAMPLE_INTERVAL',
-    kind: integer(1, session.LIMITS.maxSampleInterval),
+    kind: sessionInteger('sampleInterval'),
     default: () => session.DEFAULTS.sampleInterval,
   },
   stackDepth: {
     env: 'HEAP_LABELS_STACK_DEPTH',
-    kind: integer(1, session.LIMITS.maxStackDepth),
+    kind: sessionInteger('stackDepth'),
     default: () => session.DEFAULTS.stackDepth,
   },
   maxLabelSets: {
     env: 'HEAP_LABELS_MAX_LABEL_SETS',
-    kind: integer(1, session.LIMITS.maxLabelSets),
+    kind: sessionInteger('maxLabelSets'),
     default: () => session.DEFAULTS.maxLabelSets,
   },
   dir: { env: 'HEAP_LABELS_DIR', kind: directory, default: defaultDirectory },

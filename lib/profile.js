@@ -3,7 +3,7 @@
 
 const { native } = require('./native');
 const { internPairs, labelsOfSets } = require('./labels');
-const { DEFAULTS, LIMITS } = require('./session-options');
+const { RULES, DEFAULTS } = require('./session-options');
 const { otlpOptions } = require('./otlp');
 const { coded } = require('./node-errors');
 const { readHeapStats } = require('./group-stats');
@@ -38,25 +38,24 @@ function checkBoolean(name, value) {
   return value;
 }
 
-// groupBy: 1..maxGroupByKeys distinct non-empty keys of at most maxGroupKeyBytes bytes of UTF-8.
-function checkGroupBy(groupBy) {
-  if (groupBy === undefined) return undefined;
+// groupBy: `rule.maxKeys` at most, distinct, non-empty, of at most `rule.maxKeyBytes` bytes of UTF-8.
+function checkGroupBy(name, groupBy, rule) {
   const invalid = (reason) =>
-    coded(new TypeError(`heap-labels: startHeapProfile: option groupBy ${reason}`), 'ERR_INVALID_ARG_VALUE');
+    coded(new TypeError(`heap-labels: startHeapProfile: option ${name} ${reason}`), 'ERR_INVALID_ARG_VALUE');
   if (!Array.isArray(groupBy)) {
     throw coded(
-      new TypeError('heap-labels: startHeapProfile: option groupBy must be an array of label keys'),
+      new TypeError(`heap-labels: startHeapProfile: option ${name} must be an array of label keys`),
       'ERR_INVALID_ARG_TYPE',
     );
   }
-  if (groupBy.length < 1 || groupBy.length > LIMITS.maxGroupByKeys) {
-    throw invalid(`must have 1 to ${LIMITS.maxGroupByKeys} keys, got ${groupBy.length}`);
+  if (groupBy.length < 1 || groupBy.length > rule.maxKeys) {
+    throw invalid(`must have 1 to ${rule.maxKeys} keys, got ${groupBy.length}`);
   }
   const seen = new Set();
   for (const key of groupBy) {
     if (typeof key !== 'string' || key.length === 0) throw invalid(`keys must be non-empty strings, got ${JSON.stringify(key) ?? typeof key}`);
-    if (Buffer.byteLength(key, 'utf8') > LIMITS.maxGroupKeyBytes) {
-      throw invalid(`keys must be at most ${LIMITS.maxGroupKeyBytes} bytes of UTF-8 (${JSON.stringify(key.slice(0, 40))}... is longer)`);
+    if (Buffer.byteLength(key, 'utf8') > rule.maxKeyBytes) {
+      throw invalid(`keys must be at most ${rule.maxKeyBytes} bytes of UTF-8 (${JSON.stringify(key.slice(0, 40))}... is longer)`);
     }
     if (seen.has(key)) throw invalid(`has the key ${JSON.stringify(key)} twice`);
     seen.add(key);
@@ -64,37 +63,32 @@ function checkGroupBy(groupBy) {
   return [...groupBy];
 }
 
+// A rule's type (lib/session-options.js) -> its check: (name, value, rule) -> the value.
+const CHECKS = {
+  integer: (name, value, rule) => checkInteger(name, value, rule.min, rule.max),
+  boolean: (name, value) => checkBoolean(name, value),
+  keys: (name, value, rule) => (value === undefined ? undefined : checkGroupBy(name, value, rule)),
+};
+
 function validateOptions(options) {
   if (options === undefined) return { ...DEFAULTS, groupBy: undefined };
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw coded(new TypeError('heap-labels: startHeapProfile: options must be an object'), 'ERR_INVALID_ARG_TYPE');
   }
   for (const key of Object.keys(options)) {
-    if (!Object.hasOwn(DEFAULTS, key)) {
+    if (!Object.hasOwn(RULES, key)) {
       throw coded(
         new TypeError(`heap-labels: startHeapProfile: unknown option ${JSON.stringify(key)}`),
         'ERR_INVALID_ARG_VALUE',
       );
     }
   }
-  const pick = (name) => (options[name] === undefined ? DEFAULTS[name] : options[name]);
-  return {
-    sampleInterval: checkInteger('sampleInterval', pick('sampleInterval'), 1, LIMITS.maxSampleInterval),
-    stackDepth: checkInteger('stackDepth', pick('stackDepth'), 1, LIMITS.maxStackDepth),
-    includeObjectsCollectedByMajorGC: checkBoolean(
-      'includeObjectsCollectedByMajorGC',
-      pick('includeObjectsCollectedByMajorGC'),
-    ),
-    includeObjectsCollectedByMinorGC: checkBoolean(
-      'includeObjectsCollectedByMinorGC',
-      pick('includeObjectsCollectedByMinorGC'),
-    ),
-    forceGC: checkBoolean('forceGC', pick('forceGC')),
-    trackAllocations: checkBoolean('trackAllocations', pick('trackAllocations')),
-    maxLabelSets: checkInteger('maxLabelSets', pick('maxLabelSets'), 1, LIMITS.maxLabelSets),
-    groupBy: checkGroupBy(pick('groupBy')),
-    maxGroups: checkInteger('maxGroups', pick('maxGroups'), 1, LIMITS.maxGroups),
-  };
+  const checked = {};
+  for (const [name, rule] of Object.entries(RULES)) {
+    const value = options[name] === undefined ? DEFAULTS[name] : options[name];
+    checked[name] = CHECKS[rule.type](name, value, rule);
+  }
+  return checked;
 }
 
 const UNLABELED = internPairs([], []);

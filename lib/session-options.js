@@ -1,11 +1,31 @@
 'use strict';
-// The options of a heap profile session: their defaults and ranges, for startHeapProfile() and
-// the agent (startAgent() and the HEAP_LABELS_* variables) alike. The ranges and the default cap
-// on label sets come from the addon (src/js_types.rs), which guards the same ranges.
+// The options of a heap profile session: each one's rule (type, range) and default, written once
+// here for startHeapProfile() (lib/profile.js) and the agent (lib/config.js: startAgent() and the
+// HEAP_LABELS_* variables) alike. The ranges and the default caps come from the addon
+// (sessionLimits(), src/js_types.rs), whose own check of the same ranges only guards its surface for
+// direct callers; tests/session-options.test.js holds the two together.
 
 const { native } = require('./native');
 
 const LIMITS = Object.freeze(native.sessionLimits());
+
+const integer = (min, max) => Object.freeze({ type: 'integer', min, max });
+const boolean = Object.freeze({ type: 'boolean' });
+
+// option -> { type: 'integer', min, max } | { type: 'boolean' } | { type: 'keys' } (groupBy: 1 to
+// maxKeys distinct non-empty label keys of at most maxKeyBytes bytes of UTF-8).
+const RULES = Object.freeze({
+  sampleInterval: integer(1, LIMITS.maxSampleInterval),
+  stackDepth: integer(1, LIMITS.maxStackDepth),
+  includeObjectsCollectedByMajorGC: boolean,
+  includeObjectsCollectedByMinorGC: boolean,
+  forceGC: boolean,
+  trackAllocations: boolean,
+  maxLabelSets: integer(1, LIMITS.maxLabelSets),
+  // Group counters (getHeapStats()): the label keys to group by.
+  groupBy: Object.freeze({ type: 'keys', maxKeys: LIMITS.maxGroupByKeys, maxKeyBytes: LIMITS.maxGroupKeyBytes }),
+  maxGroups: integer(1, LIMITS.maxGroups),
+});
 
 const DEFAULTS = Object.freeze({
   sampleInterval: 512 * 1024,
@@ -15,9 +35,9 @@ const DEFAULTS = Object.freeze({
   forceGC: false,
   trackAllocations: false,
   maxLabelSets: LIMITS.defaultMaxLabelSets,
-  // Group counters (getHeapStats()): the label keys to group by, none by default.
+  // None by default: a session without groupBy keeps no group counters.
   groupBy: undefined,
   maxGroups: LIMITS.defaultMaxGroups,
 });
 
-module.exports = { DEFAULTS, LIMITS };
+module.exports = { RULES, DEFAULTS, LIMITS };

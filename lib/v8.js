@@ -9,13 +9,16 @@
 //
 // `require('heap-labels/v8')` on any runtime (lib/entries/v8.js: the realm's instance's copy of this
 // module); on the patched runtime `require('node:v8')` forwards to it (tools/patched-node/
-// node-patches/0002). It is a view over heap-labels' public API: the same labels, label sets and
-// session, so code mixing it with `require('heap-labels')` sees one profiler. It adds only what the proposal's
+// node-patches/0002). It is a view over the modules behind heap-labels' public API (this module is
+// reached only through the realm's instance, so these are the instance's own): the same labels, label
+// sets and session, so code mixing it with `require('heap-labels')` sees one profiler. It adds only what the proposal's
 // shapes need: Node.js error codes (lib/node-errors.js), the profile as plain objects, `stop()`'s
 // JSON text, the missing-AsyncContextFrame warning.
 
 const { startupSnapshot } = require('node:v8');
-const api = require('./index');
+const context = require('./context');
+const { capabilities } = require('./capabilities');
+const { startHeapProfile: startSession } = require('./profile');
 const errors = require('./node-errors');
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
@@ -57,7 +60,7 @@ function withHeapProfileLabels(labels, fn) {
   if (typeof fn !== 'function') throw errors.invalidArgType('fn', 'of type function', fn);
   let entered = false;
   try {
-    return api.withHeapProfileLabels(labels, () => {
+    return context.withHeapProfileLabels(labels, () => {
       entered = true;
       return fn();
     });
@@ -70,7 +73,7 @@ function withHeapProfileLabels(labels, fn) {
 function setHeapProfileLabels(labels) {
   checkLabels(labels);
   try {
-    api.setHeapProfileLabels(labels);
+    context.setHeapProfileLabels(labels);
   } catch (error) {
     throw codedLabelError(error);
   }
@@ -144,7 +147,7 @@ const NO_ACF_WARNING = 'NODE_HEAP_PROFILE_LABELS_NO_ASYNC_CONTEXT_FRAME';
 let warnedNoAsyncContextFrame = false;
 
 function warnWithoutAsyncContextFrame() {
-  if (warnedNoAsyncContextFrame || api.capabilities().asyncContextFrame) return;
+  if (warnedNoAsyncContextFrame || capabilities().asyncContextFrame) return;
   warnedNoAsyncContextFrame = true;
   process.emitWarning(
     'Heap profile labels need AsyncContextFrame (on by default in Node.js 24 and later and in ' +
@@ -261,7 +264,7 @@ function startHeapProfile(...args) {
     throw errors.notSupportedInSnapshot('Heap profile labels');
   }
   if (labels) warnWithoutAsyncContextFrame();
-  return new HeapProfileHandle(api.startHeapProfile(options), labels);
+  return new HeapProfileHandle(startSession(options), labels);
 }
 
 module.exports = {

@@ -5,27 +5,47 @@ use napi_derive::napi;
 use crate::error::{Error, Result};
 use crate::state::SessionOptions;
 
-/// Options of `startProfile`, already validated and defaulted by lib/ under the same names.
+/// Options of `startProfile`, already validated and defaulted by lib/ under the same names. The
+/// integers cross as f64, so that the range check sees the caller's number (napi's u32 conversion
+/// would wrap 2^32 + 5 to 5).
 #[napi(object)]
 pub struct NativeStartOptions {
     pub sample_interval: f64,
-    pub stack_depth: u32,
+    pub stack_depth: f64,
     #[napi(js_name = "includeObjectsCollectedByMajorGC")]
     pub include_objects_collected_by_major_gc: bool,
     #[napi(js_name = "includeObjectsCollectedByMinorGC")]
     pub include_objects_collected_by_minor_gc: bool,
     pub track_allocations: bool,
-    pub max_label_sets: u32,
+    pub max_label_sets: f64,
     /// `kSamplingForceGC`: a full GC before each read.
     #[napi(js_name = "forceGc")]
     pub force_gc: bool,
     /// Label keys of the group counters (`getHeapStats()`), none when absent.
     pub group_by: Option<Vec<String>>,
-    pub max_groups: u32,
+    pub max_groups: f64,
 }
 
 /// The deepest stack a session records.
 pub const MAX_STACK_DEPTH: u32 = 1024;
+/// V8 takes the sampling interval as a uint64_t; the JS side keeps it to a u32 so it is exact in
+/// an f64 and in every counter derived from it.
+pub const MAX_SAMPLE_INTERVAL: u32 = u32::MAX;
+/// The label-set cap is a count, kept to a u32 like the registry's ids.
+pub const MAX_LABEL_SETS: u32 = u32::MAX;
+
+/// `value` as an integer in `min..=max`, or the error that names the option.
+fn integer_option(name: &'static str, value: f64, min: u32, max: u32) -> Result<u32> {
+    if value.fract() == 0.0 && value >= f64::from(min) && value <= f64::from(max) {
+        // The range check above makes the cast exact.
+        Ok(value as u32)
+    } else {
+        Err(Error::InvalidOption {
+            name,
+            reason: format!("must be an integer in {min}..={max}, got {value}"),
+        })
+    }
+}
 
 /// The ranges of the session options that have one, and the label-set cap a registry has before
 /// any session sets it: defined here once; lib/ checks user options against them (and
@@ -49,12 +69,16 @@ impl TryFrom<NativeStartOptions> for SessionOptions {
     /// not mean reaches V8.
     fn try_from(options: NativeStartOptions) -> Result<Self> {
         use heap_labels_core::{MAX_GROUPS, MAX_GROUP_BY_KEYS, MAX_GROUP_KEY_BYTES};
-        if !(1..=MAX_GROUPS).contains(&(options.max_groups as usize)) {
-            return Err(Error::InvalidOption {
-                name: "maxGroups",
-                reason: format!("must be an integer in 1..={MAX_GROUPS}"),
-            });
-        }
+        let sample_interval = integer_option(
+            "sampleInterval",
+            options.sample_interval,
+            1,
+            MAX_SAMPLE_INTERVAL,
+        )?;
+        let stack_depth = integer_option("stackDepth", options.stack_depth, 1, MAX_STACK_DEPTH)?;
+        let max_label_sets =
+            integer_option("maxLabelSets", options.max_label_sets, 1, MAX_LABEL_SETS)?;
+        let max_groups = integer_option("maxGroups", options.max_groups, 1, MAX_GROUPS as u32)?;
         if let Some(keys) = &options.group_by {
             let mut seen = std::collections::HashSet::new();
             let bad = keys.is_empty()
@@ -72,34 +96,15 @@ impl TryFrom<NativeStartOptions> for SessionOptions {
                 });
             }
         }
-        let interval = options.sample_interval;
-        if !(interval.fract() == 0.0 && interval >= 1.0 && interval <= f64::from(u32::MAX)) {
-            return Err(Error::InvalidOption {
-                name: "sampleInterval",
-                reason: format!("must be an integer in 1..={}, got {interval}", u32::MAX),
-            });
-        }
-        if !(1..=MAX_STACK_DEPTH).contains(&options.stack_depth) {
-            return Err(Error::InvalidOption {
-                name: "stackDepth",
-                reason: format!("must be an integer in 1..={MAX_STACK_DEPTH}"),
-            });
-        }
-        if options.max_label_sets == 0 {
-            return Err(Error::InvalidOption {
-                name: "maxLabelSets",
-                reason: "must be a positive integer".into(),
-            });
-        }
         Ok(SessionOptions {
-            sample_interval: interval as u64,
-            stack_depth: options.stack_depth,
+            sample_interval: u64::from(sample_interval),
+            stack_depth,
             include_objects_collected_by_major_gc: options.include_objects_collected_by_major_gc,
             include_objects_collected_by_minor_gc: options.include_objects_collected_by_minor_gc,
             track_allocations: options.track_allocations,
-            max_label_sets: options.max_label_sets as usize,
+            max_label_sets: max_label_sets as usize,
             force_gc: options.force_gc,
-            max_groups: options.max_groups as usize,
+            max_groups: max_groups as usize,
             grouped: options.group_by.is_some(),
         })
     }
@@ -112,14 +117,14 @@ mod tests {
     fn options() -> NativeStartOptions {
         NativeStartOptions {
             sample_interval: 524_288.0,
-            stack_depth: 64,
+            stack_depth: 64.0,
             include_objects_collected_by_major_gc: false,
             include_objects_collected_by_minor_gc: true,
             track_allocations: true,
-            max_label_sets: 10_000,
+            max_label_sets: 10_000.0,
             force_gc: false,
             group_by: Some(vec!["route".into()]),
-            max_groups: 256,
+            max_groups: 256.0,
         }
     }
 
@@ -143,11 +148,15 @@ mod tests {
         };
         assert!(bad(|o| o.sample_interval = 0.0).contains("sampleInterval"));
         assert!(bad(|o| o.sample_interval = 1.5).contains("sampleInterval"));
-        assert!(bad(|o| o.stack_depth = 0).contains("stackDepth"));
-        assert!(bad(|o| o.stack_depth = 1025).contains("stackDepth"));
-        assert!(bad(|o| o.max_label_sets = 0).contains("maxLabelSets"));
-        assert!(bad(|o| o.max_groups = 0).contains("maxGroups"));
-        assert!(bad(|o| o.max_groups = 65_537).contains("maxGroups"));
+        assert!(bad(|o| o.stack_depth = 0.0).contains("stackDepth"));
+        assert!(bad(|o| o.stack_depth = 1025.0).contains("stackDepth"));
+        assert!(bad(|o| o.max_label_sets = 0.0).contains("maxLabelSets"));
+        // Past u32: refused, not wrapped.
+        assert!(bad(|o| o.max_label_sets = 4_294_967_297.0).contains("maxLabelSets"));
+        assert!(bad(|o| o.sample_interval = 4_294_967_296.0).contains("sampleInterval"));
+        assert!(bad(|o| o.max_groups = 0.0).contains("maxGroups"));
+        assert!(bad(|o| o.max_groups = 65_537.0).contains("maxGroups"));
+        assert!(bad(|o| o.max_groups = f64::NAN).contains("maxGroups"));
         assert!(bad(|o| o.group_by = Some(vec![])).contains("groupBy"));
         assert!(bad(|o| o.group_by = Some(vec!["a".into(), "a".into()])).contains("groupBy"));
         assert!(bad(|o| o.group_by = Some(vec!["k".repeat(256)])).contains("groupBy"));

@@ -101,9 +101,9 @@ fn write_set_key(
 #[napi]
 pub fn session_limits() -> NativeSessionLimits {
     NativeSessionLimits {
-        max_sample_interval: f64::from(u32::MAX),
+        max_sample_interval: f64::from(js_types::MAX_SAMPLE_INTERVAL),
         max_stack_depth: js_types::MAX_STACK_DEPTH,
-        max_label_sets: f64::from(u32::MAX),
+        max_label_sets: f64::from(js_types::MAX_LABEL_SETS),
         default_max_label_sets: heap_labels_core::DEFAULT_MAX_SETS as u32,
         max_group_by_keys: heap_labels_core::MAX_GROUP_BY_KEYS as u32,
         max_group_key_bytes: heap_labels_core::MAX_GROUP_KEY_BYTES as u32,

@@ -195,6 +195,29 @@ test('startHeapProfile options are validated with the option named', () => {
   handle.stop();
 });
 
+test('session option rules: startHeapProfile() and the addon\'s own guard take and refuse the same integers', () => {
+  // lib/session-options.js owns the rules; the addon checks the same ranges only to guard its
+  // surface. Each integer rule's edges: both take min and max, both refuse just outside them and the
+  // values napi's u32 conversion would wrap (2^32 + min).
+  const { RULES, DEFAULTS } = require('../lib/session-options');
+  const { native } = require('../lib/native');
+  const nativeDefaults = { ...DEFAULTS, forceGc: DEFAULTS.forceGC, groupBy: undefined };
+  delete nativeDefaults.forceGC;
+  const integers = Object.entries(RULES).filter(([, rule]) => rule.type === 'integer');
+  assert.deepEqual(integers.map(([name]) => name).sort(), ['maxGroups', 'maxLabelSets', 'sampleInterval', 'stackDepth']);
+  for (const [name, rule] of integers) {
+    // maxGroups is a group-counter option: it needs groupBy to mean anything, and takes it either way.
+    for (const value of [rule.min, rule.max]) {
+      startHeapProfile({ [name]: value }).stop();
+      native.stopProfile(native.startProfile({ ...nativeDefaults, [name]: value })).dispose();
+    }
+    for (const value of [rule.min - 1, rule.max + 1, 2 ** 32 + rule.min, rule.min + 0.5]) {
+      throwsNaming(() => startHeapProfile({ [name]: value }), RangeError, name);
+      throwsNaming(() => native.startProfile({ ...nativeDefaults, [name]: value }), Error, name);
+    }
+  }
+});
+
 test('a frozen user object is validated once and maps to the interned set; unfrozen ones are re-read', () => {
   const frozen = Object.freeze({ route: '/frozen', tenant: 'acme' });
   const first = labelsOf(frozen);

@@ -3,6 +3,7 @@
 #
 #   tools/v8-only/build.sh <line> [--test [gtest args...]] [--jobs N] [--print-test-path]
 #   tools/v8-only/build.sh <line> --has-built     exit 0 when the line has completed a build here
+#   tools/v8-only/build.sh <line> --prepare       the patched tree and its ninja files, no compile
 #   tools/v8-only/build.sh --lines          the lines that have a series (v8-patches/<line>/)
 #
 # <line> is a V8 line of lines.env (13.6, 14.6, 15.2). The source is the V8 tree of the `v8` crate of
@@ -55,6 +56,7 @@ compgen -G "$series/*.patch" >/dev/null || die "no patch series in v8-patches/$l
 run_test=0
 print_test=0
 has_built=0
+prepare_only=0
 jobs=$(nproc)
 test_args=()
 while [ $# -gt 0 ]; do
@@ -63,6 +65,7 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift 2 ;;
     --print-test-path) print_test=1; shift ;;
     --has-built) has_built=1; shift ;;
+    --prepare) prepare_only=1; shift ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -176,6 +179,7 @@ if [ ! -f "$out/build.ninja" ] || [ "$(cat "$out/.heap-labels-args" 2>/dev/null)
   (cd "$tree" && gn gen out/v8 --args="$args" >&2)
   echo "$args" >"$out/.heap-labels-args"
 fi
+[ "$prepare_only" = 1 ] && { log "prepared $out"; exit 0; }
 log "building sample_labels_unittest (ninja -j$jobs; compiler cache $CCACHE_DIR)"
 start=$SECONDS
 ninja -C "$out" -j "$jobs" sample_labels_unittest >&2
