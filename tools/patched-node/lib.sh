@@ -33,27 +33,16 @@ ensure_apt_packages() {
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >&2
 }
 
-# The folders that may hold the shared toolchain (source tarballs, read-only compiler caches), in the
-# order they are searched: $HEAP_LABELS_TOOLCHAIN, then ../shared/toolchain beside the repository.
-# This is the only place that knows where the toolchain lives.
-toolchain_dirs() {
-  local d
-  for d in "${HEAP_LABELS_TOOLCHAIN:-}" "$repo/../shared/toolchain"; do
-    [ -n "$d" ] && [ -d "$d" ] && (cd "$d" && pwd)
-  done
-  return 0
-}
+# toolchain_dirs and toolchain_entry: where the shared toolchain may be.
+# shellcheck source=../toolchain.sh
+source "$repo/tools/toolchain.sh"
 
 # The read-only compiler cache made with this profile's compile lines, if the toolchain has one
 # (Intl changes every V8 compile line, so each profile has its own).
 shared_compiler_cache() {
   local name=ccache
   [ "$1" = full ] && name=ccache-intl
-  local dir
-  while IFS= read -r dir; do
-    [ -d "$dir/$name" ] && { echo "$dir/$name"; return 0; }
-  done < <(toolchain_dirs)
-  return 1
+  toolchain_entry "$name"
 }
 
 # Finds a pinned source tarball: $2 (an explicit path, may be empty), the shared toolchain folder, the

@@ -11,13 +11,17 @@
 # Chromium's build/ config, with gcc 12 and libstdc++ (args.gn, plus the line's V8_<line>_GN_ARGS).
 # Debian bookworm's gn (2022-12) is older than these trees: gn_compat.py rewrites the few constructs it
 # lacks (none of them changes a compile line). BUILD.gn replaces the crate's root build file with the
-# series' gtest executable.
+# series' gtest executable. compat/<line>/ holds build fixes a line needs for gcc that upstream V8
+# lacks, applied after the series (not part of it).
 #
 # The tree lives in $HEAP_LABELS_CACHE/v8-only/<line>/ (a git checkout of the pristine crate: a change of
-# the series restores the files it touched and applies the new one, so ninja rebuilds only what changed).
+# the series restores the files it touched and applies the new one; files that come out unchanged keep
+# their mtime, so ninja rebuilds only what changed).
 # Every compile goes through ccache ($HEAP_LABELS_CACHE/ccache-v8). Compile lines hold no absolute path,
-# so a cache made in one location hits in any other. A cold build is about 2 hours on 2 cores; with a
-# warm cache, minutes.
+# so a cache made in one location hits in any other. A cold build is 4-5 hours on 2 cores (13.6: 1,727
+# steps, 22 s of one core each on average at -O0); with a warm cache, minutes. A shared toolchain's
+# read-only `ccache-v8` (tools/toolchain.sh says where) seeds it once; the cache's COVERAGE file lists
+# the line builds it holds, for whoever would ship it so.
 #
 # Progress goes to stderr; --print-test-path prints the gtest binary's path on stdout.
 set -euo pipefail
@@ -26,6 +30,9 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 # shellcheck source=lines.env
 source "$here/lines.env"
+
+# shellcheck source=../toolchain.sh
+source "$repo/tools/toolchain.sh"
 
 log() { echo "[v8-only] $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -131,63 +138,122 @@ ensure_tree() {
   echo "$crate_version" >"$tree/.pristine"
 }
 
+# Build fixes this line needs from gcc that upstream V8 lacks (not part of the series; applied after it).
+compat_patches() {
+  compgen -G "$here/compat/$line/*.patch" || true
+}
+
 # Hash of everything that decides the tree's content and compile lines.
 tree_key() {
+  # shellcheck disable=SC2046 # one path per line, none with spaces
   cat "$here/lines.env" "$here/args.gn" "$here/gn_compat.py" "$here/BUILD.gn" "$0" \
-    "$series"/*.patch "$repo/v8-patches/test"/*.cc | sha256sum | cut -c1-16
+    "$series"/*.patch $(compat_patches) "$repo/v8-patches/test"/*.cc | sha256sum | cut -c1-16
 }
 
 # Restores the pristine tree (files only: out/ stays) and applies gn_compat.py, the series and the test
-# files. Restored and patched files get a new mtime, so ninja rebuilds them and nothing else.
+# files. A file that comes out as it was before gets its old mtime back, so ninja rebuilds only what
+# a change of the series really changed (a one-patch edit recompiles the units that see it).
 apply_series() {
-  local key=$1 patch
+  local key=$1 patch before
   log "applying the $line series (key $key)"
   # Until the whole series is applied the tree matches no key: a failure here leaves it to be redone.
   rm -f "$tree/.applied"
+  before=$(mktemp)
+  changed_files_state >"$before"
   git_tree checkout -q -- .
   git_tree clean -fdq
   python3 "$here/gn_compat.py" "$tree" >/dev/null
-  for patch in "$series"/*.patch; do
+  for patch in "$series"/*.patch $(compat_patches); do
     git_tree apply --directory=v8 "$patch" || die "$(basename "$patch") does not apply to v8 $crate_version"
   done
   cp "$here/BUILD.gn" "$tree/BUILD.gn"
   mkdir -p "$tree/heap_labels_test"
   cp "$repo/v8-patches/test"/*.cc "$tree/heap_labels_test/"
+  restore_unchanged_mtimes "$before"
+  rm -f "$before"
   echo "$key" >"$tree/.applied"
+}
+
+# "<mtime> <sha256> <path>" of every file that differs from the pristine tree (modified or added).
+changed_files_state() {
+  (
+    cd "$tree"
+    git ls-files -z -m -o --exclude-standard | while IFS= read -r -d '' f; do
+      [ -f "$f" ] && printf '%s %s %s\n' "$(stat -c %Y "$f")" "$(sha256sum <"$f" | cut -c1-64)" "$f"
+    done
+  )
+}
+
+# Gives each file listed by changed_files_state that has the same content now its mtime back.
+restore_unchanged_mtimes() {
+  local mtime sum f kept=0
+  while read -r mtime sum f; do
+    if [ -f "$tree/$f" ] && [ "$(sha256sum <"$tree/$f" | cut -c1-64)" = "$sum" ]; then
+      touch -m -d "@$mtime" "$tree/$f"
+      kept=$((kept + 1))
+    fi
+  done <"$1"
+  log "$kept changed file(s) came out as before and keep their mtime"
 }
 
 gn_args() { echo "$(grep -vE '^\s*(#|$)' "$here/args.gn" | tr '\n' ' ')$line_args"; }
 
-ensure_packages
-mkdir -p "$cache/v8-only" "$CCACHE_DIR"
-tree="$cache/v8-only/$line"
-# One build of a line at a time: a second caller waits for the first (the test step's timeout bounds
-# the wait).
-exec 8>"$tree.lock"
-if ! flock -n 8; then
-  log "another build of V8 $line is running; waiting for it"
-  flock 8
-fi
-ensure_tree
-key=$(tree_key)
-[ "$(cat "$tree/.applied" 2>/dev/null)" = "$key" ] || apply_series "$key"
+# Copies a shared toolchain's ccache-v8 into ours once per its COVERAGE (ccache 4.7 cannot read a
+# local cache directory as secondary storage).
+seed_compiler_cache() {
+  local shared seed
+  shared=$(toolchain_entry ccache-v8) || return 0
+  seed=$(cat "$shared/COVERAGE" 2>/dev/null | sha256sum | cut -c1-16)
+  [ -f "$CCACHE_DIR/.seeded-$seed" ] && return 0
+  log "seeding $CCACHE_DIR from $shared"
+  cp -rn "$shared"/. "$CCACHE_DIR"/
+  touch "$CCACHE_DIR/.seeded-$seed"
+}
 
-out="$tree/out/v8"
-args=$(gn_args)
-if [ ! -f "$out/build.ninja" ] || [ "$(cat "$out/.heap-labels-args" 2>/dev/null)" != "$args" ]; then
-  log "gn gen out/v8"
-  (cd "$tree" && gn gen out/v8 --args="$args" >&2)
-  echo "$args" >"$out/.heap-labels-args"
-fi
-[ "$prepare_only" = 1 ] && { log "prepared $out"; exit 0; }
-log "building sample_labels_unittest (ninja -j$jobs; compiler cache $CCACHE_DIR)"
-start=$SECONDS
-ninja -C "$out" -j "$jobs" sample_labels_unittest >&2
-log "built in $((SECONDS - start))s ($(ccache -s 2>/dev/null | grep -iE '^ *(hits|misses)' | tr -s ' ' | tr '\n' ';'))"
-echo "$key" >"$tree.built"
+# Records in the cache's COVERAGE which line build (crate, tree key, gn args) it now holds.
+record_coverage() {
+  local entry="v8-only $line crate $crate_version key $key args: $args"
+  grep -qxF "$entry" "$CCACHE_DIR/COVERAGE" 2>/dev/null || echo "$entry" >>"$CCACHE_DIR/COVERAGE"
+}
 
-[ "$print_test" = 1 ] && echo "$out/sample_labels_unittest"
-if [ "$run_test" = 1 ]; then
-  log "running the $line gtests"
-  exec "$out/sample_labels_unittest" "${test_args[@]}"
-fi
+# The whole run is one function, read before it starts: editing this file while a build runs cannot
+# change what that build goes on to do.
+main() {
+  ensure_packages
+  mkdir -p "$cache/v8-only" "$CCACHE_DIR"
+  seed_compiler_cache
+  tree="$cache/v8-only/$line"
+  # One build of a line at a time: a second caller waits for the first (the test step's timeout bounds
+  # the wait).
+  exec 8>"$tree.lock"
+  if ! flock -n 8; then
+    log "another build of V8 $line is running; waiting for it"
+    flock 8
+  fi
+  ensure_tree
+  key=$(tree_key)
+  [ "$(cat "$tree/.applied" 2>/dev/null)" = "$key" ] || apply_series "$key"
+
+  out="$tree/out/v8"
+  args=$(gn_args)
+  if [ ! -f "$out/build.ninja" ] || [ "$(cat "$out/.heap-labels-args" 2>/dev/null)" != "$args" ]; then
+    log "gn gen out/v8"
+    (cd "$tree" && gn gen out/v8 --args="$args" >&2)
+    echo "$args" >"$out/.heap-labels-args"
+  fi
+  [ "$prepare_only" = 1 ] && { log "prepared $out"; exit 0; }
+  log "building sample_labels_unittest (ninja -j$jobs; compiler cache $CCACHE_DIR)"
+  start=$SECONDS
+  ninja -C "$out" -j "$jobs" sample_labels_unittest >&2
+  log "built in $((SECONDS - start))s ($(ccache -s 2>/dev/null | grep -iE '^ *(hits|misses)' | tr -s ' ' | tr '\n' ';'))"
+  echo "$key" >"$tree.built"
+  record_coverage
+
+  [ "$print_test" = 1 ] && echo "$out/sample_labels_unittest"
+  if [ "$run_test" = 1 ]; then
+    log "running the $line gtests"
+    exec "$out/sample_labels_unittest" "${test_args[@]}"
+  fi
+}
+
+main; exit "$?"
