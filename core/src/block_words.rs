@@ -24,14 +24,20 @@
 //! so memory stays within a small multiple of the peak number of labeled blocks.
 
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+
+use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 
 /// A slot never used since the table was made (or given back by cleaning).
 const EMPTY: usize = 0;
 /// A slot whose block was removed. Block addresses are aligned, so 1 is never one.
 const TOMBSTONE: usize = 1;
 /// Slots of the first table (16 KiB); table `g` has `FIRST_CAPACITY << g`.
+#[cfg(not(loom))]
 const FIRST_CAPACITY: usize = 1024;
+/// Under loom: tables of 4, 8, ... slots, so that the models reach growth and cleaning in a few
+/// inserts.
+#[cfg(loom)]
+const FIRST_CAPACITY: usize = 4;
 /// Enough tables for 2^41 slots: more than any address space holds blocks for.
 const MAX_TABLES: usize = 32;
 
@@ -203,11 +209,23 @@ impl std::fmt::Debug for BlockWords {
 
 impl BlockWords {
     /// An empty table set; no memory until the first insert.
+    #[cfg(not(loom))]
     pub const fn new() -> Self {
         #[allow(clippy::declare_interior_mutable_const)]
         const NONE: AtomicPtr<Table> = AtomicPtr::new(ptr::null_mut());
         BlockWords {
             tables: [NONE; MAX_TABLES],
+            count: AtomicUsize::new(0),
+            current: AtomicUsize::new(0),
+            inserting: AtomicBool::new(false),
+        }
+    }
+
+    /// An empty table set (loom's atomics have no `const` constructor).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        BlockWords {
+            tables: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
             count: AtomicUsize::new(0),
             current: AtomicUsize::new(0),
             inserting: AtomicBool::new(false),
@@ -319,7 +337,10 @@ impl BlockWords {
 impl Drop for BlockWords {
     fn drop(&mut self) {
         for table in &mut self.tables {
+            #[cfg(not(loom))]
             let table = std::mem::replace(table.get_mut(), ptr::null_mut());
+            #[cfg(loom)]
+            let table = table.with_mut(|table| std::mem::replace(table, ptr::null_mut()));
             if !table.is_null() {
                 // SAFETY: made by `Box::into_raw` in `add_table`; `&mut self` means no other
                 // thread can be reading it.
@@ -329,7 +350,11 @@ impl Drop for BlockWords {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_models;
+
+// Under loom the atomics work inside `loom::model` only: these run in the normal build.
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -36,6 +36,7 @@ pub mod pprof;
 pub mod profile;
 mod set_counters;
 pub mod summary;
+pub(crate) mod sync;
 
 pub use allocations::{
     dead_sample_estimate, AllocatedGroup, DeadSampleTotals, DeadSnapshot, DEFAULT_MAX_GROUPS,

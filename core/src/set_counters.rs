@@ -19,14 +19,20 @@
 //! outlives its registry (a word V8 or an ArrayBuffer block still holds after isolate teardown)
 //! still counts into memory it keeps alive.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::callback_guard::assert_outside_v8_callback;
 use crate::group_counters::{GroupTable, SetGroup};
+// The chunks' `Arc` is loom's under loom (the models check their drop order); the group table's
+// stays std's, shared with the registry.
+use crate::sync::{self, AtomicI64, AtomicU64, Ordering};
 
 /// Slots per chunk: 256 x 32 bytes = 8 KiB. An index into a chunk is a `u8`, so no bounds check.
+#[cfg(not(loom))]
 const CHUNK: usize = 256;
+/// Under loom: two slots a chunk, so that a model's chunk is a few atomics, not a thousand.
+#[cfg(loom)]
+const CHUNK: usize = 2;
 
 /// The counters of one set.
 #[derive(Debug, Default)]
@@ -75,7 +81,7 @@ type Chunk = [SetCounters; CHUNK];
 
 /// A set's handle on its slot, and on the group counters of its registry.
 pub(crate) struct SlotRef {
-    chunk: Arc<Chunk>,
+    chunk: sync::Arc<Chunk>,
     offset: u8,
     groups: Arc<GroupTable>,
 }
@@ -103,9 +109,10 @@ impl SlotRef {
     }
 
     /// A block of external bytes was charged to the set (`delta` > 0) or freed (`delta` < 0):
-    /// its bytes, their peak and its group's counters. Any thread: atomics only.
+    /// its bytes, their peak and its group's counters. Any thread: atomics only. Returns the set's
+    /// external bytes right after this change (what the peak must cover).
     #[inline]
-    pub(crate) fn external_changed(&self, delta: i64) {
+    pub(crate) fn external_changed(&self, delta: i64) -> i64 {
         let counters = self.get();
         let now = counters.external.fetch_add(delta, Ordering::Relaxed) + delta;
         if delta > 0 {
@@ -116,6 +123,7 @@ impl SlotRef {
             self.groups
                 .external_freed(&counters.group, delta.unsigned_abs());
         }
+        now
     }
 
     /// Puts the set in its group of the session with groupBy, if one runs (isolate thread).
@@ -136,7 +144,7 @@ impl Drop for SlotRef {
 /// relative to the registry's first id).
 #[derive(Default)]
 pub(crate) struct CounterTable {
-    chunks: Mutex<Vec<Arc<Chunk>>>,
+    chunks: Mutex<Vec<sync::Arc<Chunk>>>,
     groups: Arc<GroupTable>,
 }
 
@@ -162,10 +170,12 @@ impl CounterTable {
         let mut chunks = self.chunks.lock().unwrap_or_else(PoisonError::into_inner);
         let wanted = index / CHUNK + 1;
         while chunks.len() < wanted {
-            chunks.push(Arc::new(std::array::from_fn(|_| SetCounters::default())));
+            chunks.push(sync::Arc::new(std::array::from_fn(|_| {
+                SetCounters::default()
+            })));
         }
         let slot = SlotRef {
-            chunk: Arc::clone(&chunks[index / CHUNK]),
+            chunk: sync::Arc::clone(&chunks[index / CHUNK]),
             offset: (index % CHUNK) as u8,
             groups: Arc::clone(&self.groups),
         };
@@ -189,7 +199,11 @@ impl CounterTable {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_models;
+
+// Under loom the atomics work inside `loom::model` only: these run in the normal build.
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
