@@ -4,6 +4,8 @@
 #   tools/v8-only/build.sh <line> [--test [gtest args...]] [--jobs N] [--print-test-path]
 #   tools/v8-only/build.sh <line> --has-built     exit 0 when the line has completed a build here
 #   tools/v8-only/build.sh <line> --prepare       the patched tree and its ninja files, no compile
+#   tools/v8-only/build.sh <line> --unbuildable   exit 0 and say why when this route cannot build the
+#                                                 line yet (lines.env's V8_<line>_UNBUILDABLE)
 #   tools/v8-only/build.sh --lines          the lines that have a series (v8-patches/<line>/)
 #
 # <line> is a V8 line of lines.env (13.6, 14.6, 15.2). The source is the V8 tree of the `v8` crate of
@@ -56,6 +58,8 @@ crate_version=${!crate_version_var:-}
 crate_sha=${!crate_sha_var:-}
 line_args_var="V8_${var}_GN_ARGS"
 line_args=${!line_args_var:-}
+unbuildable_var="V8_${var}_UNBUILDABLE"
+unbuildable=${!unbuildable_var:-}
 [ -n "$crate_version" ] || die "unknown V8 line '$line' (lines.env knows: $V8_LINES)"
 series="$repo/v8-patches/$line"
 compgen -G "$series/*.patch" >/dev/null || die "no patch series in v8-patches/$line/"
@@ -64,6 +68,7 @@ run_test=0
 print_test=0
 has_built=0
 prepare_only=0
+force=0
 jobs=$(nproc)
 test_args=()
 while [ $# -gt 0 ]; do
@@ -73,6 +78,8 @@ while [ $# -gt 0 ]; do
     --print-test-path) print_test=1; shift ;;
     --has-built) has_built=1; shift ;;
     --prepare) prepare_only=1; shift ;;
+    --force) force=1; shift ;;
+    --unbuildable) [ -n "$unbuildable" ] && { echo "$unbuildable"; exit 0; }; exit 1 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -242,6 +249,9 @@ main() {
     echo "$args" >"$out/.heap-labels-args"
   fi
   [ "$prepare_only" = 1 ] && { log "prepared $out"; exit 0; }
+  if [ -n "$unbuildable" ] && [ "$force" = 0 ]; then
+    die "V8 $line cannot be built on this route yet (--force tries anyway): $unbuildable"
+  fi
   log "building sample_labels_unittest (ninja -j$jobs; compiler cache $CCACHE_DIR)"
   start=$SECONDS
   ninja -C "$out" -j "$jobs" sample_labels_unittest >&2
