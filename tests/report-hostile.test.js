@@ -143,6 +143,19 @@ test('malformed protobuf is one line and exit 2, whatever the bytes', () => {
   for (const [bytes, re] of cases) assertBadInput(cli(['report', write('bad.pb', bytes)]), re);
 });
 
+test('text from the file in an error message is escaped: a sample type with a newline or ESC stays one line', () => {
+  // Found by the fuzz suite (a mutated string table): "not a heap profile (sample types: ...)" named
+  // the types as they were, so a newline split the CLI's one-line error.
+  const good = zlib.gunzipSync(pprof({ samples: [{ stack: ['f'], values: [1, 64] }] }));
+  const at = good.indexOf('inuse_space');
+  assert.ok(at > 0);
+  const bad = Buffer.from(good);
+  bad.write('in\ns\x1b[2J', at, 'latin1'); // same length: the message stays well-formed protobuf
+  const r = cli(['report', write('newline-type.pb', bad)]);
+  assertBadInput(r, /not a heap profile \(sample types: inuse_objects, in\\ns\\x1b\[2J/);
+  assert.ok(!r.stderr.includes('\x1b'), 'no ESC reaches the terminal');
+});
+
 test('130k label groups and a 5000-frame stack: report, --html and diff finish (no stack overflow)', () => {
   // 130k groups: past what Math.max(...rows) takes; 5000 frames: past what recursion over a call
   // tree takes (and JSON.stringify of a nested one).

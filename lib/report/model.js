@@ -8,6 +8,7 @@
 const fs = require('node:fs');
 const zlib = require('node:zlib');
 const { decodeProfile, DecodeError } = require('./pprof-decode');
+const { printable } = require('./format');
 
 // The largest profile read, decompressed (the CLI's --max-inflated-mib raises it): a gzip bomb
 // stops here. Repeated elements are bounded by the size too (one per ELEMENT_BYTES bytes), which
@@ -21,9 +22,12 @@ const OVERFLOW_KEY = 'heap_labels.overflow';
 const OTHER_SITES = Object.freeze({ name: '(other sites)', file: '', line: 0 });
 
 // A user-facing error (bad input): the CLI prints its message on one line and exits with 2.
+// A ReportError is printed as one line (the CLI's `heap-labels: <message>`), and its message can
+// carry text from the file (sample type names, say) or the command line: it is made printable here,
+// once for every message, so no file can forge lines or send control sequences to the terminal.
 class ReportError extends Error {
   constructor(message) {
-    super(message);
+    super(printable(message));
     this.name = 'ReportError';
   }
 }
