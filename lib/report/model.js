@@ -21,10 +21,9 @@ const OVERFLOW_KEY = 'heap_labels.overflow';
 // Samples without a location: allocated figures whose site did not fit (core "other sites").
 const OTHER_SITES = Object.freeze({ name: '(other sites)', file: '', line: 0 });
 
-// A user-facing error (bad input): the CLI prints its message on one line and exits with 2.
-// A ReportError is printed as one line (the CLI's `heap-labels: <message>`), and its message can
-// carry text from the file (sample type names, say) or the command line: it is made printable here,
-// once for every message, so no file can forge lines or send control sequences to the terminal.
+// A user-facing error (bad input): the CLI prints its message on one line and exits with 2. The
+// message can carry text from the file (sample type names, say) or the command line, so it is made
+// printable here, once for every message: no file can forge lines or send control sequences.
 class ReportError extends Error {
   constructor(message) {
     super(printable(message));
