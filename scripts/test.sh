@@ -43,6 +43,8 @@ APT_NEEDS=(
 
 PASSED=()
 FAILED=()
+# "<seconds> <name>" of every step, for the summary.
+TIMES=()
 
 log() { echo "test.sh: $*" >&2; }
 banner() { printf '\n======== %s ========\n' "$*"; }
@@ -60,6 +62,7 @@ run_step() {
     FAILED+=("$name")
     log "$name FAILED after $((SECONDS - start))s"
   fi
+  TIMES+=("$((SECONDS - start)) $name")
 }
 
 ensure_apt_packages() {
@@ -164,6 +167,8 @@ main() {
   local step
   for step in "${PASSED[@]}"; do echo "  ok      $step"; done
   for step in "${FAILED[@]}"; do echo "  FAILED  $step"; done
+  echo "time per step:"
+  for step in "${TIMES[@]}"; do printf '  %6ss  %s\n' "${step%% *}" "${step#* }"; done
   echo "steps: ${#PASSED[@]} passed, ${#FAILED[@]} failed"
   ((${#FAILED[@]} == 0))
 }

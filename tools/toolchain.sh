@@ -22,3 +22,14 @@ toolchain_entry() {
   done < <(toolchain_dirs)
   return 1
 }
+
+# Every toolchain folder's entries matching the glob $1 (e.g. 'ccache-v8*'), one path per line.
+toolchain_entries() {
+  local dir entry
+  while IFS= read -r dir; do
+    for entry in "$dir"/$1; do
+      [ -e "$entry" ] && echo "$entry"
+    done
+  done < <(toolchain_dirs)
+  return 0
+}

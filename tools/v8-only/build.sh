@@ -4,26 +4,30 @@
 #   tools/v8-only/build.sh <line> [--test [gtest args...]] [--jobs N] [--print-test-path]
 #   tools/v8-only/build.sh <line> --has-built     exit 0 when the line has completed a build here
 #   tools/v8-only/build.sh <line> --prepare       the patched tree and its ninja files, no compile
+#   tools/v8-only/build.sh <line> --covered       exit 0 when a build here would not be cold: the line
+#                                                 has completed a build here, or a shared toolchain's
+#                                                 compiler cache for this line and compiler is complete
 #   tools/v8-only/build.sh <line> --unbuildable   exit 0 and say why when this route cannot build the
 #                                                 line yet (lines.env's V8_<line>_UNBUILDABLE)
 #   tools/v8-only/build.sh --lines          the lines that have a series (v8-patches/<line>/)
 #
 # <line> is a V8 line of lines.env (13.6, 14.6, 15.2). The source is the V8 tree of the `v8` crate of
 # crates.io (fetched with cargo, checked against lines.env's sha256), built with V8's own gn files and
-# Chromium's build/ config, with gcc 12 and libstdc++ (args.gn, plus the line's V8_<line>_GN_ARGS).
+# Chromium's build/ config, with Debian's clang 22 and libstdc++ (args.gn, plus the line's
+# V8_<line>_GN_ARGS).
 # Debian bookworm's gn (2022-12) is older than these trees: gn_compat.py rewrites the few constructs it
 # lacks (none of them changes a compile line). BUILD.gn replaces the crate's root build file with the
-# series' gtest executable. compat/<line>/ holds build fixes a line needs for gcc that upstream V8
-# lacks, applied after the series (not part of it).
+# series' gtest executable. compat/<line>/ holds build fixes a line needs for this toolchain that
+# upstream V8 lacks, applied after the series (not part of it).
 #
 # The tree lives in $HEAP_LABELS_CACHE/v8-only/<line>/ (a git checkout of the pristine crate: a change of
 # the series restores the files it touched and applies the new one; files that come out unchanged keep
 # their mtime, so ninja rebuilds only what changed).
 # Every compile goes through ccache ($HEAP_LABELS_CACHE/ccache-v8). Compile lines hold no absolute path,
-# so a cache made in one location hits in any other. A cold build is 4-5 hours on 2 cores (13.6: 1,727
-# steps, 22 s of one core each on average at -O0); with a warm cache, minutes. A shared toolchain's
-# read-only `ccache-v8` (tools/toolchain.sh says where) seeds it once; the cache's COVERAGE file lists
-# the line builds it holds, for whoever would ship it so.
+# so a cache made in one location hits in any other. A cold build is about 2.5-3 hours on 2 cores with
+# clang 22 (13.6: 1,751 steps); with a warm cache, minutes. A shared toolchain's read-only compiler caches
+# (`ccache-v8`, `ccache-v8-<line>-*`; tools/toolchain.sh says where) seed it once each; the cache's
+# COVERAGE file lists the line builds it holds, for whoever would ship it so.
 #
 # Progress goes to stderr; --print-test-path prints the gtest binary's path on stdout.
 set -euo pipefail
@@ -67,6 +71,7 @@ compgen -G "$series/*.patch" >/dev/null || die "no patch series in v8-patches/$l
 run_test=0
 print_test=0
 has_built=0
+covered=0
 prepare_only=0
 force=0
 jobs=$(nproc)
@@ -77,6 +82,7 @@ while [ $# -gt 0 ]; do
     --jobs) jobs=$2; shift 2 ;;
     --print-test-path) print_test=1; shift ;;
     --has-built) has_built=1; shift ;;
+    --covered) covered=1; shift ;;
     --prepare) prepare_only=1; shift ;;
     --force) force=1; shift ;;
     --unbuildable) [ -n "$unbuildable" ] && { echo "$unbuildable"; exit 0; }; exit 1 ;;
@@ -93,11 +99,25 @@ if [ "$has_built" = 1 ]; then
   [ -f "$cache/v8-only/$line.built" ]
   exit
 fi
+# A shared toolchain's cache of this line's build with this route's compiler (ccache-v8-<line>-clang22)
+# whose COVERAGE says it holds the whole build seeds a build of minutes; anything less is a cold build.
+if [ "$covered" = 1 ]; then
+  [ -f "$cache/v8-only/$line.built" ] && exit 0
+  while IFS= read -r entry; do
+    grep -q '^Coverage: complete' "$entry/COVERAGE" 2>/dev/null && exit 0
+  done < <(toolchain_entries "ccache-v8-$line-clang22")
+  exit 1
+fi
 
 ensure_packages() {
   local missing=() entry
-  for entry in ccache:ccache ninja:ninja-build gn:generate-ninja git:git; do
-    command -v "${entry%%:*}" >/dev/null 2>&1 || missing+=("${entry#*:}")
+  for entry in ccache:ccache ninja:ninja-build gn:generate-ninja git:git \
+    /usr/lib/llvm-22/bin/clang++:clang-22 /usr/lib/llvm-22/bin/ld.lld:lld-22 \
+    /usr/lib/llvm-22/lib/clang/22/lib/linux/libclang_rt.builtins-x86_64.a:libclang-rt-22-dev; do
+    case "$entry" in
+      /*) [ -e "${entry%%:*}" ] || missing+=("${entry#*:}") ;;
+      *) command -v "${entry%%:*}" >/dev/null 2>&1 || missing+=("${entry#*:}") ;;
+    esac
   done
   [ -f /usr/lib/x86_64-linux-gnu/libgtest.a ] || missing+=(libgtest-dev)
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -106,6 +126,22 @@ ensure_packages() {
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
   "${sudo[@]}" apt-get update -qq
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# Chromium's build/ links clang's runtime builtins from the per-target layout
+# (lib/clang/22/lib/x86_64-unknown-linux-gnu/libclang_rt.builtins.a); Debian's libclang-rt-22-dev ships the
+# same archive in the per-OS layout (lib/linux/libclang_rt.builtins-x86_64.a). A link bridges the two; it
+# changes no compile line.
+ensure_clang_rt_layout() {
+  local lib=/usr/lib/llvm-22/lib/clang/22/lib
+  local want="$lib/x86_64-unknown-linux-gnu/libclang_rt.builtins.a"
+  [ -e "$want" ] && return 0
+  [ -e "$lib/linux/libclang_rt.builtins-x86_64.a" ] || die "libclang-rt-22-dev has no $lib/linux/libclang_rt.builtins-x86_64.a"
+  log "linking $want to Debian's per-OS builtins archive"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" mkdir -p "$(dirname "$want")"
+  "${sudo[@]}" ln -sfn ../linux/libclang_rt.builtins-x86_64.a "$want"
 }
 
 # Prints the path of the crate file, fetched by cargo into its registry cache and checked.
@@ -205,16 +241,17 @@ restore_unchanged_mtimes() {
 
 gn_args() { echo "$(grep -vE '^\s*(#|$)' "$here/args.gn" | tr '\n' ' ')$line_args"; }
 
-# Copies a shared toolchain's ccache-v8 into ours once per its COVERAGE (ccache 4.7 cannot read a
-# local cache directory as secondary storage).
+# Copies each shared toolchain compiler cache of the V8-only builds into ours once per its COVERAGE
+# (ccache 4.7 cannot read a local cache directory as secondary storage).
 seed_compiler_cache() {
   local shared seed
-  shared=$(toolchain_entry ccache-v8) || return 0
-  seed=$(cat "$shared/COVERAGE" 2>/dev/null | sha256sum | cut -c1-16)
-  [ -f "$CCACHE_DIR/.seeded-$seed" ] && return 0
-  log "seeding $CCACHE_DIR from $shared"
-  cp -rn "$shared"/. "$CCACHE_DIR"/
-  touch "$CCACHE_DIR/.seeded-$seed"
+  while IFS= read -r shared; do
+    seed=$(cat "$shared/COVERAGE" 2>/dev/null | sha256sum | cut -c1-16)
+    [ -f "$CCACHE_DIR/.seeded-$seed" ] && continue
+    log "seeding $CCACHE_DIR from $shared"
+    cp -rn "$shared"/. "$CCACHE_DIR"/
+    touch "$CCACHE_DIR/.seeded-$seed"
+  done < <(toolchain_entries 'ccache-v8*')
 }
 
 # Records in the cache's COVERAGE which line build (crate, tree key, gn args) it now holds.
@@ -227,6 +264,7 @@ record_coverage() {
 # change what that build goes on to do.
 main() {
   ensure_packages
+  ensure_clang_rt_layout
   mkdir -p "$cache/v8-only" "$CCACHE_DIR"
   seed_compiler_cache
   tree="$cache/v8-only/$line"
@@ -241,11 +279,11 @@ main() {
   key=$(tree_key)
   [ "$(cat "$tree/.applied" 2>/dev/null)" = "$key" ] || apply_series "$key"
 
-  out="$tree/out/v8"
+  out="$tree/out/clang"
   args=$(gn_args)
   if [ ! -f "$out/build.ninja" ] || [ "$(cat "$out/.heap-labels-args" 2>/dev/null)" != "$args" ]; then
-    log "gn gen out/v8"
-    (cd "$tree" && gn gen out/v8 --args="$args" >&2)
+    log "gn gen out/clang"
+    (cd "$tree" && gn gen out/clang --args="$args" >&2)
     echo "$args" >"$out/.heap-labels-args"
   fi
   [ "$prepare_only" = 1 ] && { log "prepared $out"; exit 0; }
