@@ -57,7 +57,8 @@ void CopyNodes(v8::Isolate* isolate, v8::AllocationProfile::Node* root,
 }
 
 // Copies the samples with their label words (patched runtime; 0 on stock).
-// Each copied word takes its own reference while V8's sample still holds one,
+// Each copied word takes its own reference (to the set a request cell stands
+// for now) while V8's sample still holds one,
 // so the Rust model owns what it reads even if V8 drops the sample later.
 void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out,
                  uintptr_t unlabeled_word) {
@@ -75,9 +76,10 @@ void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out,
     raw.count = sample.count;
     raw.sample_id = sample.sample_id;
     raw.live = SampleIsLive(sample, 0);
-    raw.label_word = words != nullptr ? words[i] : 0;
-    if (raw.label_word == unlabeled_word) raw.label_word = 0;
-    if (raw.label_word != 0) retain_label_word(raw.label_word);
+    uintptr_t word = words != nullptr ? words[i] : 0;
+    if (word == unlabeled_word) word = 0;
+    // A request cell's word becomes the set it is bound to now.
+    raw.label_word = resolve_label_word(word);
     out->push_back(raw);
   }
 }

@@ -49,6 +49,26 @@ function applyWithLabelHolder(holder, fn, thisArg, args) {
   return storage.run(holder, Reflect.apply, fn, thisArg, args);
 }
 
+// Late binding (docs/architecture.md, "Late binding: request cells"). A request runs under a
+// request holder: a label holder whose labels are decided later, when routing knows the route.
+// What the request allocates before (middleware, body parsing) is read under the labels it is
+// bound to at read time. `bucket` and `labels` are interned label objects with labels of their
+// own. The holder's `labels` (what getHeapProfileLabels() reads) follows its bindings.
+function enterRequestLabels(bucket) {
+  const holder = native.createRequestHolder(holderOf(bucket));
+  Object.defineProperty(holder, 'labels', { value: bucket, writable: true });
+  storage.enterWith(holder);
+  return holder;
+}
+
+// Binds the request holder `holder` to `labels`: the request's samples and external bytes so far
+// and from now on are read under them.
+function bindRequestLabels(holder, labels) {
+  if (holder.labels === labels) return;
+  native.bindRequestHolder(holder, holderOf(labels));
+  holder.labels = labels;
+}
+
 let acfEnabled;
 
 // Whether AsyncLocalStorage is backed by AsyncContextFrame in this process. Probed by behaviour:
@@ -76,4 +96,6 @@ module.exports = {
   asyncContextFrameEnabled,
   currentLabelHolder,
   applyWithLabelHolder,
+  enterRequestLabels,
+  bindRequestLabels,
 };

@@ -131,6 +131,10 @@ pub mod ffi {
         /// sample-labels capture callback) and by the counting allocator: one atomic increment.
         fn retain_label_word(word: usize);
 
+        /// A word with a reference of its own to the set `word` stands for now (a request cell
+        /// resolves to its current set): how a read of V8's samples takes its references.
+        fn resolve_label_word(word: usize) -> usize;
+
         /// Charges `bytes` of the new backing-store block at address `block` to `word`'s set (0:
         /// unlabeled) in the `ExternalCounters` at address `counters`, and records the word
         /// beside the block (a reference of its own; `word` is only borrowed). Usually the isolate
@@ -314,7 +318,7 @@ pub mod ffi {
 // contract), but for the two that speak the bridge's own types.
 use crate::v8_callbacks::{
     capture_sample_word, drop_pending_labels, external_alloc, external_free, record_dead_sample,
-    release_label_word, release_sample_word, retain_label_word,
+    release_label_word, release_sample_word, resolve_label_word, retain_label_word,
 };
 
 /// See `ffi::take_dead_samples`: `v8_callbacks::take_dead_samples` as the bridge's struct, each

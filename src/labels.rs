@@ -9,7 +9,9 @@
 //! ([`rebind_overflowed`]). Never from V8's allocation path: the capture callback only reads the
 //! holder's word.
 
-use heap_labels_core::{Interned, LabelRegistry, LabelSet, PendingLabels};
+use std::sync::Arc;
+
+use heap_labels_core::{Interned, LabelRegistry, LabelSet, PendingLabels, RequestCell};
 
 use crate::bridge::ffi::HolderBinding;
 use crate::error::{Error, Result};
@@ -35,7 +37,7 @@ impl SetKey {
 /// The key of the set a holder's `binding` is bound to, `None` when that is no set of its own (no
 /// labels, or the overflow set while its pairs are pending).
 pub fn key_of(binding: &HolderBinding) -> Option<SetKey> {
-    if binding.word == 0 || binding.pending != 0 {
+    if binding.word == 0 || binding.pending != 0 || RequestCell::is_cell_word(binding.word) {
         return None;
     }
     // SAFETY: a non-zero binding word owns a reference (held by the caller's holder, or by the
@@ -159,6 +161,52 @@ pub fn rebind_overflowed(state: &mut IsolateAddon) -> Result<usize> {
         rebound += 1;
     }
     Ok(rebound)
+}
+
+// ---- request cells (late binding; docs/architecture.md "Late binding") ---------------------------
+
+/// The set `holder` (a napi_value of the current call: a label holder with labels of its own) is
+/// bound to, after rebinding it if it overflowed and there is room now (else the overflow set).
+/// A holder of no labels, or a request holder, names no set: an error.
+fn set_of_holder(state: &mut IsolateAddon, holder: usize, what: &str) -> Result<Arc<LabelSet>> {
+    let word = match bind_holder(state, holder)? {
+        Some(binding) => binding.word,
+        // SAFETY: inside a napi callback on the isolate thread; `holder` is one of its values.
+        None => unsafe { state.v8.holder_binding(holder)? }.word,
+    };
+    if word == 0 || RequestCell::is_cell_word(word) {
+        return Err(Error::Native(format!(
+            "{what} must be a label holder with labels of its own"
+        )));
+    }
+    // SAFETY: `holder`, a napi_value of this call, owns a reference to `word`'s set for the
+    // call; the new reference is the returned `Arc`'s.
+    unsafe {
+        LabelSet::retain_word(word);
+        Ok(LabelSet::from_word(word))
+    }
+}
+
+/// The binding of a new request holder: a new request cell bound to `bucket`'s set.
+pub fn new_request_binding(state: &mut IsolateAddon, bucket: usize) -> Result<HolderBinding> {
+    let set = set_of_holder(state, bucket, "the bucket")?;
+    Ok(HolderBinding {
+        word: RequestCell::into_word(RequestCell::new(set)),
+        pending: 0,
+    })
+}
+
+/// Binds the cell of `request` (a request holder) to `route`'s set: true when the binding
+/// changed, false when the cell is bound to that set already or has used its bindings.
+pub fn bind_request(state: &mut IsolateAddon, request: usize, route: usize) -> Result<bool> {
+    // SAFETY: inside a napi callback on the isolate thread; `request` is one of its values.
+    let word = unsafe { state.v8.holder_binding(request)? }.word;
+    if !RequestCell::is_cell_word(word) {
+        return Err(Error::Native("not a request holder".into()));
+    }
+    let set = set_of_holder(state, route, "the route")?;
+    // SAFETY: `request`, a napi_value of this call, keeps its cell alive for the call.
+    Ok(unsafe { RequestCell::word_as_ref(word) }.bind(set))
 }
 
 #[cfg(test)]

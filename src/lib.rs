@@ -159,6 +159,39 @@ pub fn bind_label_holder(
     run().map_err(|e| e.throw(&env))
 }
 
+/// Signature: `(bucket: object) => object` - a request holder (late binding, docs/architecture.md):
+/// a label holder whose word is a new request cell bound to the set of `bucket` (a label holder
+/// with labels of its own: the request's unrouted bucket). What runs under it is resolved at read
+/// time to the set the cell is bound to then (`bindRequestHolder`).
+#[napi]
+pub fn create_request_holder<'env>(
+    env: &'env Env,
+    bucket: Object<'env>,
+) -> napi::Result<Object<'env>> {
+    let run = || -> error::Result<Object<'env>> {
+        let state = isolate_state(env)?;
+        let binding = labels::new_request_binding(state, bucket.raw() as usize)?;
+        // SAFETY: inside this napi callback on the isolate thread; the holder takes the binding
+        // over, also on failure.
+        let holder = unsafe { state.v8_mut().create_label_holder(binding)? };
+        Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
+    };
+    run().map_err(|e| e.throw(env))
+}
+
+/// Signature: `(request: object, route: object) => boolean` - binds the cell of `request` (from
+/// `createRequestHolder`) to the set of `route` (a label holder with labels of its own): the
+/// request's samples and external bytes so far move to it, and later ones are taken under it.
+/// False when it was bound to that set already or has used its bindings (8).
+#[napi]
+pub fn bind_request_holder(env: Env, request: Object<'_>, route: Object<'_>) -> napi::Result<bool> {
+    let run = || -> error::Result<bool> {
+        let state = isolate_state(&env)?;
+        labels::bind_request(state, request.raw() as usize, route.raw() as usize)
+    };
+    run().map_err(|e| e.throw(&env))
+}
+
 /// Signature: `(serial: number) => object | undefined` - the label holder with that serial number
 /// (from `bindLabelHolder`) while it is alive. How lib/ finds a label object's holder again: a JS
 /// WeakRef would keep every holder it dereferenced alive until the end of the job, and with it

@@ -45,6 +45,18 @@ pub fn retain_label_word(word: usize) {
     }
 }
 
+/// For a read of V8's samples (cpp/sampling.cc): a word with a reference of its own to the set
+/// `word` stands for now (a request cell resolves to the set it is bound to). Isolate thread.
+pub fn resolve_label_word(word: usize) -> usize {
+    let _callback = InV8Callback::enter();
+    if word == 0 {
+        return 0;
+    }
+    // SAFETY: cpp/ passes words of V8's live samples, each of which owns a reference until V8's
+    // release callback, which cannot run during the read.
+    unsafe { LabelSet::retain_resolved_word(word) }
+}
+
 /// Frees the pending labels of a holder bound to the overflow set (`labels::bind_new_holder` made
 /// the box): at a rebind, in the holder's weak callback or at teardown. A plain free.
 pub fn drop_pending_labels(pending: usize) {
@@ -137,16 +149,9 @@ fn counters_at(address: usize) -> &'static ExternalCounters {
     unsafe { &*(address as *const ExternalCounters) }
 }
 
-fn set_of(word: usize) -> Option<&'static LabelSet> {
-    // SAFETY: a non-zero word is either the current holder's (alive during the allocation) or
-    // owned by the block's table entry (one strong reference taken at the charge and given back
-    // only after the free's accounting), so the set outlives this call; the 'static lifetime never
-    // escapes the caller.
-    (word != 0).then(|| unsafe { LabelSet::word_as_ref(word) })
-}
-
 /// The counting allocator made a block at `block` while `word`'s set (0: none) was current:
-/// charges it and records the word beside the block (taking one reference for it) so that its free
+/// charges it (a request cell's word: the set it is bound to, see `RequestCell::charge`) and
+/// records the word beside the block (taking one reference for it) so that its free
 /// is attributed the same way. When the word cannot be recorded (see `BlockWords::insert`) the
 /// block is charged as unlabeled. Usually the isolate thread; another thread (a worker resizing a
 /// buffer this isolate made) passes word 0. Atomics only (the table allocates plain memory when it
@@ -161,7 +166,9 @@ pub fn external_alloc(counters: usize, block: usize, word: usize, bytes: usize) 
     } else {
         0
     };
-    counters.on_alloc(set_of(word), bytes);
+    // SAFETY: a non-zero word is the current holder's (alive during the allocation) and now also
+    // owned by the block's table entry.
+    unsafe { counters.on_alloc_word(word, bytes) };
 }
 
 /// The counting allocator frees the block at `block` (any thread, V8's sweeper threads included;
@@ -171,7 +178,9 @@ pub fn external_free(counters: usize, block: usize, bytes: usize) {
     let _callback = InV8Callback::enter();
     let counters = counters_at(counters);
     let word = counters.words().remove(block).unwrap_or(0);
-    counters.on_free(set_of(word), bytes);
+    // SAFETY: the block's table entry owned a reference to the word's set or cell, given back
+    // only below, after the accounting.
+    unsafe { counters.on_free_word(word, bytes) };
     // The reference the entry owned, given back only after the accounting used the set.
     release_label_word(word);
 }

@@ -17,7 +17,7 @@ use crate::sync::const_fn_unless_loom;
 use std::sync::{Arc, OnceLock};
 
 use crate::group_counters::{GroupTable, SetGroup};
-use crate::labels::LabelSet;
+use crate::labels::{LabelSet, RequestCell};
 
 /// Isolate-wide external-byte counters. `const`-constructible, so it can be a `static` or a field of
 /// the per-isolate state.
@@ -132,6 +132,30 @@ impl ExternalCounters {
 
     /// The highest unlabeled bytes since the previous call (at least the current value), and starts
     /// a new period at the current value. Isolate thread (the per-label counters' read).
+    /// [`on_alloc`](Self::on_alloc) for a block allocated under `word` (0: none; a set's word or a
+    /// request cell's, whose current set is charged). Isolate thread: atomics only.
+    ///
+    /// # Safety
+    /// A non-zero `word` must be alive for the call (a reference is held).
+    #[inline]
+    pub unsafe fn on_alloc_word(&self, word: usize, bytes: usize) {
+        // SAFETY: the caller keeps the word alive for the call.
+        let set = unsafe { charged_set(word, bytes, RequestCell::charge) };
+        self.on_alloc(set, bytes);
+    }
+
+    /// [`on_free`](Self::on_free) for a block allocated under `word`: the set that holds its bytes
+    /// now is credited (for a request cell, the set it is bound to at this instant). Any thread.
+    ///
+    /// # Safety
+    /// As for [`on_alloc_word`](Self::on_alloc_word).
+    #[inline]
+    pub unsafe fn on_free_word(&self, word: usize, bytes: usize) {
+        // SAFETY: as above.
+        let set = unsafe { charged_set(word, bytes, RequestCell::credit) };
+        self.on_free(set, bytes);
+    }
+
     pub fn take_unlabeled_peak(&self) -> i64 {
         let current = self.unlabeled.load(Ordering::Relaxed);
         let peak = self.unlabeled_peak.swap(current, Ordering::Relaxed);
@@ -147,6 +171,31 @@ impl ExternalCounters {
 }
 
 // Under loom (the block table's atomics are loom's) these need `loom::model`: normal build only.
+/// The set a block's bytes go to or come from: none for word 0, the set of a set word, and for a
+/// cell word what `through` (the cell's charge or credit of `bytes`) returns.
+///
+/// # Safety
+/// A non-zero `word` must be alive for `'a`.
+#[inline]
+unsafe fn charged_set<'a>(
+    word: usize,
+    bytes: usize,
+    through: fn(&'a RequestCell, u64) -> &'a LabelSet,
+) -> Option<&'a LabelSet> {
+    if word == 0 {
+        None
+    } else if RequestCell::is_cell_word(word) {
+        // SAFETY: the caller keeps the cell alive for 'a.
+        Some(through(
+            unsafe { RequestCell::word_as_ref(word) },
+            bytes as u64,
+        ))
+    } else {
+        // SAFETY: the caller keeps the set alive for 'a.
+        Some(unsafe { LabelSet::word_as_ref(word) })
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;

@@ -398,6 +398,33 @@ impl GroupTable {
         }
     }
 
+    /// A request cell's binding moved `delta` live samples to (> 0) or from (< 0) this set: its
+    /// group's current samples follow; the allocated count stays where each sample was taken.
+    /// Isolate thread, inside a napi call.
+    pub(crate) fn samples_moved(&self, set: &SetGroup, delta: i64) {
+        let (generation, index) = set.tag();
+        if let Some(c) = self.counters(generation, index) {
+            c.current_samples.fetch_add(delta, Ordering::Relaxed);
+        }
+    }
+
+    /// A request cell's binding moved `delta` live external bytes to (> 0) or from (< 0) this set:
+    /// the set's bytes under its tag and its group's current bytes follow; the allocated and freed
+    /// totals stay where each block was counted. Isolate thread; frees of the same bytes may run on
+    /// other threads meanwhile (atomics only, as they do).
+    pub(crate) fn external_moved(&self, set: &SetGroup, delta: i64) {
+        let bytes = delta.unsigned_abs() & BYTES_MASK;
+        let word = if delta >= 0 {
+            set.0.fetch_add(bytes, Ordering::Relaxed)
+        } else {
+            set.0.fetch_sub(bytes, Ordering::Relaxed)
+        };
+        let (generation, index) = tag_of(word);
+        if let Some(c) = self.counters(generation, index) {
+            c.add_current_external(delta.signum() * bytes as i64);
+        }
+    }
+
     /// Rows a read needs room for now.
     pub fn rows_needed(&self) -> usize {
         self.groups.load(Ordering::Acquire) as usize

@@ -51,9 +51,10 @@ pub use group_counters::{
     GROUP_ROW_WIDTH, MAX_GROUPS, MAX_GROUP_BY_KEYS, MAX_GROUP_KEY_BYTES, MAX_GROUP_VALUE_BYTES,
 };
 pub use labels::{
-    is_reserved_key, CounterColumns, Interned, LabelRegistry, LabelSet, PendingLabels,
-    DEFAULT_MAX_SETS, MAX_ID, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID,
-    OVERFLOW_KEY, OVERFLOW_VALUE, PRUNE_MIN_CREATED, PRUNE_OVERFLOWED, RESERVED_KEY_PREFIX,
+    is_reserved_key, CounterColumns, Interned, LabelRegistry, LabelSet, PendingLabels, RequestCell,
+    CELL_TAG, DEFAULT_MAX_SETS, MAX_BINDINGS, MAX_ID, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES,
+    OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE, PRUNE_MIN_CREATED, PRUNE_OVERFLOWED,
+    RESERVED_KEY_PREFIX,
 };
 pub use profile::{
     Allocations, CallFrame, GroupLabels, LabelGroup, NodeIndex, Profile, ProfileNode, Sample,

@@ -126,6 +126,25 @@ impl SlotRef {
         now
     }
 
+    /// A request cell's binding moved `samples` live samples and `bytes` external bytes to this
+    /// set (positive) or away from it (negative). Isolate thread, inside a napi call; frees of the
+    /// moved bytes may run on other threads meanwhile (atomics only). Cumulative group figures stay
+    /// where they were counted (`GroupTable::samples_moved`, `external_moved`).
+    pub(crate) fn moved(&self, samples: i64, bytes: i64) {
+        let counters = self.get();
+        if samples != 0 {
+            counters.live_samples.fetch_add(samples, Ordering::Relaxed);
+            self.groups.samples_moved(&counters.group, samples);
+        }
+        if bytes != 0 {
+            let now = counters.external.fetch_add(bytes, Ordering::Relaxed) + bytes;
+            if bytes > 0 {
+                counters.external_peak.fetch_max(now, Ordering::Relaxed);
+            }
+            self.groups.external_moved(&counters.group, bytes);
+        }
+    }
+
     /// Puts the set in its group of the session with groupBy, if one runs (isolate thread).
     pub(crate) fn assign_group(&self, pairs: &[(Box<str>, Box<str>)], overflow: bool) {
         self.groups.assign(&self.get().group, pairs, overflow);

@@ -7,11 +7,11 @@
 //   // ... then app.use(...), routers, sub-apps, routes, as usual
 //
 // Express knows the route only after routing, and routing runs middleware in between, so the
-// labels are entered in two steps, each with setHeapProfileLabels (AsyncLocalStorage.enterWith):
+// labels come in two steps (late binding: route-labels.js, docs/architecture.md):
 //
 // 1. At request start, a middleware placed first in the app's router (after express 4's own
-//    query/init layers, wherever the call is made) enters the bucket value (`unmatched`) with the
-//    request's extra labels. Every request thus starts from its own labels: a route's label cannot
+//    query/init layers, wherever the call is made) starts the request (enterWith) under a request
+//    holder bound to its method's bucket (`unmatched` and the method) with its extra labels. Every request thus starts from its own labels: a route's label cannot
 //    leak into the next request of a keep-alive connection (on Node.js 22 without
 //    AsyncContextFrame enterWith writes to the connection's async resource, which would otherwise
 //    carry it), requests no route matches (404, the app's catch-all middleware, finalhandler) keep
@@ -19,8 +19,9 @@
 //    labels fail the request with next(error).
 // 2. When a route matches, the router assigns `req.route = route` synchronously right before it
 //    runs the route's param callbacks and handlers. The request prototype shared by the apps of
-//    this express copy gets a `route` accessor whose setter enters the route's labels there, so the
-//    handlers, everything they await or schedule (timers, immediates, I/O callbacks), the response
+//    this express copy gets a `route` accessor whose setter binds the request's holder to the
+//    route's labels there: what the request allocated before (app-level middleware) moves to the
+//    route, and the handlers, everything they await or schedule (timers, immediates, I/O callbacks), the response
 //    and the error handlers after a failing route carry the final route. A route that calls
 //    next() / next('route') hands over to the next matching route, which enters its own labels.
 //
@@ -96,10 +97,10 @@ function expressRouteLabels(app, options) {
     try {
       req[kExtras] = labeler.extrasOf(req);
     } catch (error) {
-      labeler.enterRoute(req, undefined, undefined);
+      labeler.startRequest(req, undefined);
       return next(error);
     }
-    labeler.enterRoute(req, undefined, req[kExtras]);
+    labeler.startRequest(req, req[kExtras]);
     return next();
   });
   // First in the stack, after express 4's query parser and init (which set up req.get() etc.).

@@ -7,18 +7,20 @@
 //   koaRouteLabels(app, { labels: (ctx) => ({ tenant: ctx.get('x-tenant') || 'none' }) });
 //   app.use(router.routes());
 //
-// The router matches inside the middleware chain, so the labels are entered in two steps, each
-// with setHeapProfileLabels (AsyncLocalStorage.enterWith):
+// The router matches inside the middleware chain, so the labels come in two steps (late binding:
+// route-labels.js, docs/architecture.md):
 //
-// 1. At request start app.handleRequest (wrapped) enters the bucket value (`unmatched`) with the
-//    request's extra labels, before any middleware: each request starts from its own labels (no
+// 1. At request start app.handleRequest (wrapped) starts the request (enterWith) under a request
+//    holder bound to its method's bucket (`unmatched` and the method) with its extra labels,
+//    before any middleware: each request starts from its own labels (no
 //    leak from the previous request of a keep-alive connection), and requests no route matches
 //    (404s, middleware after the router) keep the bucket, as does work before routing. Bad extra
 //    labels fail the request through koa's error handling (ctx.onerror, the app's 'error' event).
 // 2. @koa/router assigns `ctx._matchedRoute = layer.path` synchronously right before it runs a
 //    matched layer's middleware (and once for the whole match). A `_matchedRoute` accessor on
-//    app.context enters the route's labels there, so the route's middleware and handler, and
-//    everything they await, carry them. Router middleware (router.use) is assigned its own path
+//    app.context binds the request's holder to the route's labels there, so what the request
+//    allocated before (app-level middleware) moves to the route, and the route's middleware and
+//    handler, and everything they await, carry them. Router middleware (router.use) is assigned its own path
 //    pattern; only paths of route layers (layers with methods, from ctx.matched) switch the label,
 //    so the final route wins and router middleware runs with the route it leads to. Nested routers
 //    are flattened by @koa/router with their prefixes, so the template is the full path
@@ -82,10 +84,10 @@ function koaRouteLabels(app, options) {
       ctx[kExtras] = labeler.extrasOf(ctx);
     } catch (error) {
       ctx[kExtras] = undefined;
-      ctx[kLabels] = labeler.enterRoute(ctx.req, undefined, undefined);
+      ctx[kLabels] = labeler.startRequest(ctx.req, undefined);
       return handleRequest.call(this, ctx, (c) => new LabeledResult(c, Promise.reject(error)));
     }
-    ctx[kLabels] = labeler.enterRoute(ctx.req, undefined, ctx[kExtras]);
+    ctx[kLabels] = labeler.startRequest(ctx.req, ctx[kExtras]);
     return handleRequest.call(this, ctx, chain);
   };
   app[kInstalled] = true;

@@ -5,21 +5,34 @@
 // is already validated and interned, never a validation.
 //
 // Cardinality: a label value is a route template ('/users/:id'), never a raw URL. Requests that
-// match no route get one fixed value (`unmatched`, the bounded bucket), and the number of distinct
-// templates is capped (`maxRoutes`): past it new templates share the bucket too, with a warning.
+// match no route get the bucket of their method (`unmatched` and the method: '(unmatched) GET'; a
+// method node:http does not know gets the bare `unmatched`), and the number of distinct templates
+// is capped (`maxRoutes`): past it new templates share the bucket too, with a warning.
+//
+// Late binding (docs/architecture.md, "Late binding: request cells"): an integration that sees a
+// request before its route is known starts it (`startRequest`) under a request holder bound to
+// its bucket; entering the route later binds that holder instead of entering new labels, so what
+// the request allocated in between (middleware, body parsing) is read under its route.
 // Extra labels come from the user's `labels(request)` function once per request; its result is
 // validated like any label set (a frozen object it returns again is validated only once).
 //
 // Entering labels for a request also makes them the request's own (request-context.js): the
 // listeners of its IncomingMessage and ServerResponse run under them.
 
-const { setHeapProfileLabels } = require('../context');
+const { METHODS } = require('node:http');
+const { setHeapProfileLabels, currentLabelHolder, enterRequestLabels, bindRequestLabels } = require('../context');
 const { MAX_LABELS, intern, internWith } = require('../labels');
 const { bindRequest } = require('./request-context');
 
 const DEFAULT_KEY = 'route';
 const DEFAULT_UNMATCHED = '(unmatched)';
 const DEFAULT_MAX_ROUTES = 1000;
+const KNOWN_METHODS = new Set(METHODS);
+const LONGEST_METHOD = METHODS.reduce((a, b) => (b.length > a.length ? b : a));
+
+// request (node:http's IncomingMessage) -> its request holder, shared by every labeler (the
+// zero-code node:http start and a framework's routing may be different labelers).
+const kRequestHolder = Symbol('heap-labels.request-holder');
 
 // A route path as the frameworks store it (string, RegExp or array of those) as one string.
 function formatPath(path) {
@@ -67,9 +80,11 @@ class RouteLabeler {
     this.extraLabels = labels;
     this.maxRoutes = maxRoutes;
     this.none = intern({}, where);
-    // Validates the key and the bucket value now: a bad option fails at setup, naming the key.
+    // Validates the key and the bucket values now: a bad option fails at setup, naming the key
+    // (the longest method's bucket stands for all of them).
     this.bucket = internWith(this.none, key, unmatched, `${where}: option "unmatched"`);
-    this.plain = new Map([[unmatched, this.bucket]]); // template -> labels, without extra labels
+    internWith(this.none, key, `${unmatched} ${LONGEST_METHOD}`, `${where}: option "unmatched"`);
+    this.plain = new Map([[unmatched, this.bucket]]); // label value -> labels, without extra labels
     this.withExtras = new WeakMap(); // interned extra labels -> Map(template -> labels)
     this.accepted = new Set(); // templates with their own label value (at most maxRoutes)
     this.warned = new Set();
@@ -100,16 +115,24 @@ class RouteLabeler {
     return extras;
   }
 
-  // The frozen label object of `template` (undefined: unmatched) with `extras`. Throws when the
-  // template cannot be a label value (over 1024 bytes of UTF-8, or not well-formed Unicode).
-  labelsFor(template, extras) {
-    const value = template === undefined ? this.unmatched : template;
+  // The bucket value of a request with HTTP method `method`: `unmatched` and the method for the
+  // methods node:http knows (a bounded set), `unmatched` alone otherwise.
+  bucketValue(method) {
+    return KNOWN_METHODS.has(method) ? `${this.unmatched} ${method}` : this.unmatched;
+  }
+
+  // The frozen label object of `template` (undefined: the bucket of `method`) with `extras`.
+  // Throws when the template cannot be a label value (over 1024 bytes of UTF-8, or not
+  // well-formed Unicode).
+  labelsFor(template, extras, method) {
+    const bucket = template === undefined;
+    const value = bucket ? this.bucketValue(method) : template;
     const cache = extras === undefined ? this.plain : this.cacheOf(extras);
     const cached = cache.get(value);
     if (cached !== undefined) return cached;
-    if (!this.admits(value)) return this.labelsFor(undefined, extras);
+    if (!bucket && !this.admits(value)) return this.labelsFor(undefined, extras, method);
     const labels = internWith(extras === undefined ? this.none : extras, this.key, value, this.where);
-    if (value !== this.unmatched) this.accepted.add(value);
+    if (!bucket) this.accepted.add(value);
     cache.set(value, labels);
     return labels;
   }
@@ -138,12 +161,42 @@ class RouteLabeler {
   // Enters the labels of `template` for the rest of the current async context and as the
   // labels of `request` (node:http's request object), and returns them.
   enter(request, template, extras) {
-    return this.enterLabels(request, this.labelsFor(template, extras));
+    return this.enterLabels(request, this.labelsFor(template, extras, request?.method));
   }
 
-  // Enters `labels` (made by this labeler) for the rest of the current async context and as the
-  // labels of `request`'s own event listeners; returns them.
+  // Starts `request` under a request holder bound to its method's bucket (with `extras`), for
+  // the rest of the current async context and as the labels of its own event listeners; returns
+  // the bucket's labels. A request started already (by another labeler) keeps its holder, bound
+  // to this labeler's bucket.
+  startRequest(request, extras) {
+    const labels = this.routeLabels(undefined, extras, request?.method);
+    const holder = request?.[kRequestHolder];
+    if (holder !== undefined) return this.enterLabels(request, labels);
+    if (request !== null && typeof request === 'object') {
+      request[kRequestHolder] = enterRequestLabels(labels);
+      bindRequest(request);
+    } else {
+      setHeapProfileLabels(labels);
+    }
+    return labels;
+  }
+
+  // Makes `labels` (made by this labeler) the labels of `request`: a started request's holder is
+  // bound to them (what it allocated so far moves with it); any other request enters them for
+  // the rest of the current async context and as the labels of its own event listeners. Returns
+  // them.
   enterLabels(request, labels) {
+    const holder = request?.[kRequestHolder];
+    if (holder !== undefined) {
+      bindRequestLabels(holder, labels);
+      // The holder is current wherever the request's context went; where it is not (a context
+      // lost on the way, or user labels entered since), the route's labels are entered as today.
+      if (currentLabelHolder() !== holder) {
+        setHeapProfileLabels(labels);
+        bindRequest(request);
+      }
+      return labels;
+    }
     setHeapProfileLabels(labels);
     bindRequest(request);
     return labels;
@@ -152,24 +205,22 @@ class RouteLabeler {
   // As labelsFor(), for a framework's route template, where throwing would escape the framework's
   // error handling: a template that cannot be a label value gets the bucket (and one warning
   // naming it) instead of an exception.
-  routeLabels(template, extras) {
+  routeLabels(template, extras, method) {
     try {
-      return this.labelsFor(template, extras);
+      return this.labelsFor(template, extras, method);
     } catch (error) {
       // Only templates from the application's route definitions get here: a bounded set.
       this.warnOnce(
         `template ${template}`,
         `a route template cannot be a label value, labeled as unmatched: ${error.message}`,
       );
-      const labels = this.labelsFor(undefined, extras);
-      (extras === undefined ? this.plain : this.cacheOf(extras)).set(template, labels);
-      return labels;
+      return this.labelsFor(undefined, extras, method);
     }
   }
 
   // As enter(), with routeLabels(template, extras).
   enterRoute(request, template, extras) {
-    return this.enterLabels(request, this.routeLabels(template, extras));
+    return this.enterLabels(request, this.routeLabels(template, extras, request?.method));
   }
 
   warnOnce(what, message) {

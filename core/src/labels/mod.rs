@@ -13,10 +13,12 @@
 //!
 //! One concept per file: `limits.rs` (what a set may hold), `set.rs`
 //! ([`LabelSet`]), `word.rs` (the unsafe word API, the only part that runs inside V8),
-//! `validation.rs` (the checks before interning and the key order),
+//! `cell.rs` ([`RequestCell`], a request's late-bound labels), `validation.rs` (the checks before
+//! interning and the key order),
 //! `hasher.rs` (the registry maps' hasher), `registry.rs`
 //! ([`LabelRegistry`]) and `counter_rows.rs` (the per-label counters read).
 
+mod cell;
 mod counter_rows;
 mod hasher;
 mod limits;
@@ -25,6 +27,7 @@ mod set;
 mod validation;
 mod word;
 
+pub use cell::{RequestCell, CELL_TAG, MAX_BINDINGS};
 pub use counter_rows::CounterColumns;
 pub use limits::{
     DEFAULT_MAX_SETS, MAX_ID, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID,

@@ -4,9 +4,15 @@
 //! only label code that runs inside V8 (allocation path, GC weak callbacks, ArrayBuffer sweeper
 //! threads): each is one or two atomic operations, never an allocation or a lock. All of them sit
 //! in this one `impl`, so that every `unsafe` contract of the boundary reads in one place.
+//!
+//! A word may also be a request cell's ([`RequestCell`], tagged with [`CELL_TAG`]): the functions
+//! that V8's sample and holder paths call take either kind (one branch on the tag); those named
+//! for a set (`word_as_ref`, `from_word`) take set words only, and reads turn a cell into its
+//! current set first ([`retain_resolved_word`](LabelSet::retain_resolved_word)).
 
 use std::sync::Arc;
 
+use super::cell::{RequestCell, CELL_TAG};
 use super::LabelSet;
 
 impl LabelSet {
@@ -34,9 +40,31 @@ impl LabelSet {
     /// that is still alive (at least one reference is held for the duration of the call).
     #[inline]
     pub unsafe fn retain_word(word: usize) {
+        if word & CELL_TAG != 0 {
+            // SAFETY: a live cell's word (caller's guarantee).
+            return unsafe { RequestCell::retain_word(word) };
+        }
         // SAFETY: the caller guarantees that `word` is `Arc::as_ptr`/`into_raw` of a live
         // `Arc<LabelSet>`, which is exactly the precondition of `increment_strong_count`.
         unsafe { Arc::increment_strong_count(word as *const LabelSet) }
+    }
+
+    /// For a read of V8's samples: a word with a new reference to the set `word` stands for now
+    /// (`word` itself for a set, the current set for a request cell). Isolate thread; one atomic
+    /// increment.
+    ///
+    /// # Safety
+    /// As for [`retain_word`](Self::retain_word).
+    #[inline]
+    pub unsafe fn retain_resolved_word(word: usize) -> usize {
+        if word & CELL_TAG != 0 {
+            // SAFETY: a live cell's word (caller's guarantee).
+            let cell = unsafe { RequestCell::word_as_ref(word) };
+            return Self::into_word(cell.current_arc());
+        }
+        // SAFETY: as in `retain_word`.
+        unsafe { Self::retain_word(word) };
+        word
     }
 
     /// Gives back the strong reference owned by `word`.
@@ -53,12 +81,16 @@ impl LabelSet {
     /// used again by this owner afterwards.
     #[inline]
     pub unsafe fn release_word(word: usize) {
+        if word & CELL_TAG != 0 {
+            // SAFETY: the word owns a reference of a live cell (caller's guarantee).
+            return unsafe { RequestCell::release_word(word) };
+        }
         // SAFETY: the caller guarantees that `word` owns one strong reference of a live
         // `Arc<LabelSet>`; decrementing gives exactly that reference back.
         unsafe { Arc::decrement_strong_count(word as *const LabelSet) }
     }
 
-    /// Borrows the set behind `word` without touching the reference count.
+    /// Borrows the set behind a set word (never a cell's) without touching the reference count.
     ///
     /// Safe to call on any thread and inside V8 callbacks: no allocation, no lock, no atomic write.
     ///
@@ -91,9 +123,13 @@ impl LabelSet {
     /// As for [`retain_word`](Self::retain_word).
     #[inline]
     pub unsafe fn capture_sample_word(word: usize) {
-        // SAFETY: the caller guarantees that `word` is a live set (see `retain_word`).
+        // SAFETY: the caller guarantees that `word` is a live set or cell (see `retain_word`).
         unsafe {
-            Self::word_as_ref(word).counters.sample_taken();
+            if word & CELL_TAG != 0 {
+                RequestCell::word_as_ref(word).sample_taken();
+            } else {
+                Self::word_as_ref(word).counters.sample_taken();
+            }
             Self::retain_word(word);
         }
     }
@@ -108,6 +144,17 @@ impl LabelSet {
     /// As for [`from_word`](Self::from_word).
     #[inline]
     pub unsafe fn adopt_dead_sample_word(word: usize) -> Arc<LabelSet> {
+        if word & CELL_TAG != 0 {
+            // SAFETY: the word owns a reference of a live cell (caller's guarantee), given back
+            // after the cell's current set was taken.
+            unsafe {
+                let cell = RequestCell::word_as_ref(word);
+                cell.sample_dropped();
+                let set = cell.current_arc();
+                RequestCell::release_word(word);
+                return set;
+            }
+        }
         // SAFETY: the word owns its reference (caller's guarantee), so the set is alive while the
         // counter is updated, and `from_word` adopts that reference.
         unsafe {
@@ -125,10 +172,14 @@ impl LabelSet {
     /// As for [`release_word`](Self::release_word).
     #[inline]
     pub unsafe fn release_sample_word(word: usize) {
-        // SAFETY: the word still owns its reference until `release_word` below, so the set is
-        // alive while the counter is updated.
+        // SAFETY: the word still owns its reference until `release_word` below, so the set or
+        // cell is alive while the counter is updated.
         unsafe {
-            Self::word_as_ref(word).counters.sample_dropped();
+            if word & CELL_TAG != 0 {
+                RequestCell::word_as_ref(word).sample_dropped();
+            } else {
+                Self::word_as_ref(word).counters.sample_dropped();
+            }
             Self::release_word(word);
         }
     }

@@ -1,0 +1,39 @@
+'use strict';
+// Late binding (docs/architecture.md, "Late binding: request cells"; issue 26 item 2): what a
+// request allocates before its route is known (app-level middleware) is read under its route, heap
+// samples and ArrayBuffer bytes alike; requests no route takes stay in their method's bucket.
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { runFixture, asyncContextFrameFlags } = require('./helpers');
+
+const FLAGS = ['--expose-gc', ...asyncContextFrameFlags()];
+const KIB64 = 64 * 1024;
+
+for (const framework of ['express', 'koa']) {
+  test(`${framework}: pre-routing allocations are charged to the route that handled the request`, (t) => {
+    const run = runFixture('late-binding.js', { nodeArgs: FLAGS, args: [framework] });
+    assert.equal(run.status, 0, run.stderr);
+    const out = run.json;
+    assert.deepEqual(out.statuses, { 200: 160, 404: 20 });
+    // Before routing, the request is in its method's bucket: that is what it is at that moment.
+    assert.deepEqual(out.seenBeforeRouting, ['(unmatched) GET']);
+    if (!out.sampleLabels || !out.externalBytes) {
+      t.skip('capabilities() reports no per-sample labels or external bytes: late binding needs the patched runtime');
+      return;
+    }
+    const group = (route) => out.groups.find((g) => g.route === route) ?? { bytes: 0, externalBytes: 0 };
+    const [a, b, bucket] = ['/api/a/:id', '/b/:id', '(unmatched) GET'].map(group);
+    const detail = JSON.stringify(out.groups);
+    // Each request kept one 64 KiB Buffer before routing: exact, per route.
+    assert.equal(a.externalBytes, 120 * KIB64, detail);
+    assert.equal(b.externalBytes, 40 * KIB64, detail);
+    assert.equal(bucket.externalBytes, 20 * KIB64, detail);
+    // And about 16 KiB of heap objects (sampled, so within tolerance): 6 : 2 : 1.
+    assert.ok(a.bytes / b.bytes > 2.2 && a.bytes / b.bytes < 3.8, `a/b = ${a.bytes / b.bytes}: ${detail}`);
+    assert.ok((a.bytes + b.bytes) / bucket.bytes > 5, `routed/bucket = ${(a.bytes + b.bytes) / bucket.bytes}: ${detail}`);
+    for (const g of out.groups) {
+      assert.ok([null, '/api/a/:id', '/b/:id', '(unmatched) GET'].includes(g.route), `label value ${g.route}`);
+    }
+  });
+}
