@@ -28,7 +28,7 @@ mod session;
 mod state;
 mod v8_callbacks;
 
-use napi::bindgen_prelude::{Float64Array, Object, Unknown};
+use napi::bindgen_prelude::{Either, Float64Array, Object, Undefined, Unknown};
 use napi::{Env, JsValue};
 use napi_derive::napi;
 
@@ -196,17 +196,22 @@ pub fn bind_request_holder(env: Env, request: Object<'_>, route: Object<'_>) -> 
 /// (from `bindLabelHolder`) while it is alive. How lib/ finds a label object's holder again: a JS
 /// WeakRef would keep every holder it dereferenced alive until the end of the job, and with it
 /// its label set, so a synchronous batch of items with labels of their own would fill
-/// `maxLabelSets` with sets nothing uses.
+/// `maxLabelSets` with sets nothing uses. `undefined` when it is gone, never `null` (what napi-rs
+/// makes of `None`): lib/ tells "gone" by `=== undefined`.
 #[napi]
-pub fn live_label_holder(env: &Env, serial: f64) -> napi::Result<Option<Object<'_>>> {
-    let run = || -> error::Result<Option<Object<'_>>> {
+pub fn live_label_holder(env: &Env, serial: f64) -> napi::Result<Either<Object<'_>, Undefined>> {
+    let run = || -> error::Result<Either<Object<'_>, Undefined>> {
         let state = isolate_state(env)?;
         if !(1.0..=MAX_SAFE_INTEGER).contains(&serial) || serial.fract() != 0.0 {
-            return Ok(None);
+            return Ok(Either::B(()));
         }
         // SAFETY: inside this napi callback on the isolate thread.
         let holder = unsafe { state.v8.live_label_holder(serial as u64) };
-        Ok((holder != 0).then(|| Object::from_raw(env.raw(), holder as napi::sys::napi_value)))
+        Ok(if holder == 0 {
+            Either::B(())
+        } else {
+            Either::A(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
+        })
     };
     run().map_err(|e| e.throw(env))
 }
@@ -217,16 +222,19 @@ const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 /// Signature: `(key: object) => unknown` - the value stored under `key` in the current
 /// AsyncContextFrame, or `undefined` when the continuation data is not a frame (ACF off).
 #[napi]
-pub fn frame_value<'env>(env: &'env Env, key: Object<'env>) -> napi::Result<Option<Unknown<'env>>> {
-    let run = || -> error::Result<Option<Unknown<'env>>> {
+pub fn frame_value<'env>(
+    env: &'env Env,
+    key: Object<'env>,
+) -> napi::Result<Either<Unknown<'env>, Undefined>> {
+    let run = || -> error::Result<Either<Unknown<'env>, Undefined>> {
         let state = isolate_state(env)?;
         // SAFETY: inside this napi callback on the isolate thread; `key` is live.
         let value = unsafe { state.v8_mut().frame_value(key.raw() as usize) };
         if value == 0 {
-            return Ok(None);
+            return Ok(Either::B(()));
         }
         // SAFETY: a napi_value made by cpp/ in this callback's handle scope.
-        Ok(Some(unsafe {
+        Ok(Either::A(unsafe {
             Unknown::from_raw_unchecked(env.raw(), value as napi::sys::napi_value)
         }))
     };

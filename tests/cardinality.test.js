@@ -56,6 +56,59 @@ test('a label object interned while the registry was full recovers its own set o
   });
 });
 
+test('27.1: a frozen label object whose set overflowed stays usable after GC, in later sessions, with and without AsyncContextFrame', async (t) => {
+  // Every use of the object (withHeapProfileLabels, setHeapProfileLabels, nested in another label
+  // context) after a GC collected its last holder: its labels, on the overflow set while the cap
+  // refuses its set, on its own set once there is room. [step, how, overflowed]
+  const expected = [
+    ['burst', 'with', true],
+    ['after gc', 'with', false],
+    ['after gc', 'set', false],
+    ['full', 'with', true],
+    ['full, after gc', 'with', true],
+    ['full, after gc', 'set', true],
+    ['nested, after gc', 'with', true],
+    ['no session', 'with', true],
+    ['no session', 'set', true],
+    ['next session, full', 'with', true],
+    ['next session, full', 'set', true],
+    ['next session, room', 'with', false],
+    ['next session, room', 'set', false],
+  ];
+  // Off whatever the runtime's default and NODE_OPTIONS say (the command line comes last).
+  const flag = ['--async-context-frame', '--experimental-async-context-frame'].find((f) =>
+    process.allowedNodeEnvironmentFlags.has(f),
+  );
+  const acfOff = flag === undefined ? [] : [flag.replace('--', '--no-')];
+  for (const [mode, flags] of [
+    ['AsyncContextFrame', FLAGS],
+    ['async_hooks', ['--expose-gc', ...acfOff]],
+  ]) {
+    await t.test(mode, async (t) => {
+      const result = runFixture('cardinality.js', { nodeArgs: flags, args: ['overflow-after-gc'] });
+      assert.equal(result.status, 0, result.stderr);
+      const { uses, full, room, asyncContextFrame } = result.json;
+      assert.equal(asyncContextFrame, mode === 'AsyncContextFrame');
+      const errors = uses.filter((u) => u.error !== undefined);
+      assert.deepEqual(errors, [], 'no use throws');
+      assert.deepEqual(
+        uses.map((u) => [u.step, u.how, u.overflowed]),
+        expected,
+        JSON.stringify(uses),
+      );
+      for (const u of uses) assert.deepEqual(u.inside, { route: '/gold' }, JSON.stringify(u));
+      let skip = patched ? false : 'needs the patched runtime: samples carry no labels on stock runtimes';
+      if (mode === 'async_hooks') skip = 'samples carry labels with AsyncContextFrame only';
+      await t.test('the samples: the overflow set\'s while full, /gold\'s once there is room', { skip }, () => {
+        const overflow = (g) => g.overflow;
+        assert.ok(share(full, overflow) >= 0.8, JSON.stringify(full));
+        assert.ok(share(room, (g) => g.route === '/gold') >= 0.8, JSON.stringify(room));
+        assert.ok(share(room, overflow) <= 0.05, JSON.stringify(room));
+      });
+    });
+  }
+});
+
 test('byLabel() has one group per distinct label set: {} is the unlabeled group', () => {
   const out = scenario('groups');
   assert.equal(out.kept, 300);
