@@ -369,6 +369,52 @@ test('prom-client and OpenTelemetry: group counters of a groupBy session, one se
   assert.throws(() => registerPrometheus(new client.Registry(), { groups: 'yes' }), /must be booleans/);
 });
 
+test('27.3: groupBy the key heap_labels_group: no series or data point of a projection equals the unknown or overflow group\'s', async () => {
+  const client = require('prom-client');
+  const { MeterProvider, MetricReader } = require('@opentelemetry/sdk-metrics');
+  class TestReader extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  const registry = new client.Registry();
+  const unregisterProm = registerPrometheus(registry, { sets: false, groups: true });
+  const reader = new TestReader();
+  const provider = new MeterProvider({ readers: [reader] });
+  const unregisterOtel = registerOpenTelemetry(provider.getMeter('heap-labels-27-3'), { sets: false, groups: true });
+  const handle = hl.startHeapProfile({ sampleInterval: INTERVAL, groupBy: ['heap_labels_group'], maxGroups: 8 });
+  try {
+    const kept = [
+      retainUnder({ heap_labels_group: 'unknown' }, 2000),
+      retainUnder({ heap_labels_group: 'overflow' }, 2000),
+      retainUnder({ route: '/none' }, 2000),
+    ];
+    const text = await registry.metrics();
+    const series = [...text.matchAll(/^heap_labels_group_live_samples(\{[^}]*\})? \d+$/gm)].map((m) => m[1]);
+    assert.equal(new Set(series).size, series.length, `duplicate series: ${series.join(' ')}`);
+    for (const marker of ['{heap_labels_group="unknown"}', '{heap_labels_group="overflow"}']) {
+      assert.ok(series.includes(marker), `${marker} in ${series.join(' ')}`);
+    }
+    for (const value of ['unknown', 'overflow']) {
+      assert.ok(series.includes(`{U__heap__labels__group="${value}"}`), `the projection ${value} in ${series.join(' ')}`);
+    }
+    const { resourceMetrics, errors } = await reader.collect();
+    assert.deepEqual(errors, []);
+    const metric = resourceMetrics.scopeMetrics.flatMap((m) => m.metrics).find((m) => m.descriptor.name === 'heap_labels.group_live_samples');
+    const attributes = metric.dataPoints.map((p) => JSON.stringify(p.attributes));
+    assert.equal(new Set(attributes).size, attributes.length, `duplicate data points: ${attributes.join(' ')}`);
+    for (const value of ['unknown', 'overflow']) {
+      assert.ok(attributes.includes(JSON.stringify({ 'heap_labels.group': value })), attributes.join(' '));
+      assert.ok(attributes.includes(JSON.stringify({ heap_labels_group: value })), attributes.join(' '));
+    }
+    kept.length = 0;
+  } finally {
+    handle.stop();
+    unregisterProm();
+    unregisterOtel();
+    await provider.shutdown();
+  }
+});
+
 test('the adapters do not make prom-client or OpenTelemetry runtime dependencies', () => {
   const pkg = require(path.join(root, 'package.json'));
   for (const name of ['prom-client', '@opentelemetry/api', '@opentelemetry/sdk-metrics']) {
