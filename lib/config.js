@@ -411,11 +411,12 @@ function defaultOf(spec, notes, problems, name) {
 const MAX_SHOWN = 120;
 function shown(spec, value) {
   if (spec.secret) return '(value not shown)';
-  let text = typeof value === 'string' ? value : safeStringify(value);
+  const quoted = typeof value === 'string';
+  let text = quoted ? value : safeStringify(value);
   text = text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/)[^/?#@\s]*@/gi, '$1(credentials not shown)@');
-  let out = JSON.stringify(text.length > MAX_SHOWN ? text.slice(0, MAX_SHOWN) : text);
-  if (text.length > MAX_SHOWN) out += `... (${text.length} characters)`;
-  return out;
+  const cut = text.length > MAX_SHOWN ? text.slice(0, MAX_SHOWN) : text;
+  const out = quoted ? JSON.stringify(cut) : cut;
+  return text.length > MAX_SHOWN ? `${out}... (${text.length} characters)` : out;
 }
 
 function safeStringify(value) {
