@@ -49,7 +49,10 @@ const SERVER_OPTIONS = Object.freeze({
   connectionsCheckingInterval: 1_000,
   maxHeaderSize: 8192, // no header the endpoint reads (authorization) needs more
 });
+// Connections the endpoint serves at once; the next ones up to MAX_OPEN_CONNECTIONS are answered
+// 503 (Retry-After) and closed, beyond that they are closed at once (bounded memory under a flood).
 const MAX_CONNECTIONS = 128;
+const MAX_OPEN_CONNECTIONS = 4 * MAX_CONNECTIONS;
 const IDLE_SOCKET_MS = 30_000;
 
 // The path of a request target in origin form ("/path?query"), or undefined for anything else:
@@ -231,11 +234,16 @@ class Agent {
     if (this.#server) return Promise.resolve(this.#address);
     const handler = createHeapProfileHandler({ agent: this, token: token ?? undefined });
     const allocsHandler = createHeapProfileHandler({ agent: this, token: token ?? undefined, profile: 'allocs' });
+    let open = 0;
     const server = http.createServer(SERVER_OPTIONS, (req, res) => {
       // Nothing a client sends may throw into the app.
       try {
         const pathname = originPath(req.url);
-        if (pathname === undefined) {
+        if (open > MAX_CONNECTIONS) {
+          res.setHeader('retry-after', '1');
+          res.shouldKeepAlive = false;
+          plain(res, 503, `heap-labels: more than ${MAX_CONNECTIONS} connections are open; retry later\n`);
+        } else if (pathname === undefined) {
           plain(res, 400, 'heap-labels: malformed request target\n');
         } else if (pathname === HEAP_PATH) {
           handler(req, res); // never rejects
@@ -249,7 +257,11 @@ class Agent {
         res.destroy();
       }
     });
-    server.maxConnections = MAX_CONNECTIONS;
+    server.on('connection', (socket) => {
+      open++;
+      socket.once('close', () => open--);
+      if (open > MAX_OPEN_CONNECTIONS) socket.destroy();
+    });
     server.setTimeout(IDLE_SOCKET_MS); // idle sockets are destroyed
     this.#server = server;
     return new Promise((resolve, reject) => {
