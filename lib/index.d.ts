@@ -100,9 +100,9 @@ export interface HeapGroup {
 export interface HeapStats {
   sampleInterval: number;
   /** Windows closed by `advancePeakWindow: true` reads. */
-  peakWindowId: number;
+  peakWindowId: bigint;
   /** Label sets put in the overflow group by this session's grouping. */
-  overflowCount: number;
+  overflowCount: bigint;
   groups: HeapGroup[];
 }
 
