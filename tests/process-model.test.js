@@ -4,14 +4,17 @@
 // profiled in the process that serves it. tests/fixtures/process-model/ is a tiny package that
 // knows nothing of heap-labels; each test copies it into a temporary directory where
 // node_modules/heap-labels links to this repository, starts it through a real launcher (npm
-// start, npx, yarn 1, pnpm, node --watch, node:cluster, pm2-runtime) and reads from the endpoint
-// which process serves it (X-Heap-Labels-Pid). Every process a test starts runs in a process
-// group of its own, which the test kills at its end.
+// start, npx, yarn 1 with and without a yarnPath release, pnpm, corepack, node --watch,
+// node:cluster, pm2-runtime) and reads from the endpoint which process serves it
+// (X-Heap-Labels-Pid). Every process a test starts runs in a process group of its own, which the
+// test kills at its end (pm2's fork-mode apps, in groups of their own, are stopped through pm2).
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawn, spawnSync } = require('node:child_process');
+const crypto = require('node:crypto');
 const fs = require('node:fs');
+const http = require('node:http');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
@@ -120,7 +123,13 @@ function startService(command, args, { cwd, env }) {
       await sleep(25);
     }
   };
-  service.stop = async () => {
+  // `signal` first (pm2 runs fork-mode apps in process groups of their own and stops them on
+  // SIGINT), then the group is killed.
+  service.stop = async (signal) => {
+    if (signal !== undefined && child.exitCode === null && child.signalCode === null) {
+      child.kill(signal);
+      await Promise.race([service.exited, sleep(10_000)]);
+    }
     service.killGroup();
     await service.exited;
     services.delete(service);
@@ -182,18 +191,29 @@ function devBin(name) {
 // Runs a single-process service through a launcher and checks the whole contract: the app's
 // pid serves the configured port, the launcher said it is one and started nothing, SIGUSR2 to the
 // app dumps the app's heap.
-async function checkLaunched(launcher, command, args) {
+// `packageManager`: the package.json field corepack reads; `env`: more of the environment;
+// `setup(dir)`: more of the app; `launchers`: the launchers expected, outermost first (default:
+// `launcher`, the process started).
+async function checkLaunched(launcher, command, args, { packageManager, env = {}, setup, launchers = [launcher] } = {}) {
   const dir = makeApp();
+  setup?.(dir);
+  if (packageManager !== undefined) {
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8'));
+    fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ ...manifest, packageManager }));
+  }
   const port = await freePorts(1);
   const dumps = path.join(dir, 'dumps');
-  const service = startService(command, args, { cwd: dir, env: { HEAP_LABELS_HTTP: `127.0.0.1:${port}`, HEAP_LABELS_DIR: dumps } });
+  const service = startService(command, args, { cwd: dir, env: { HEAP_LABELS_HTTP: `127.0.0.1:${port}`, HEAP_LABELS_DIR: dumps, ...env } });
   try {
     const app = await service.waitFor('the app', () => service.lines().find((l) => l.app));
     await service.waitFor('the endpoint', () => (servingLines(service.stderr).length > 0 ? true : undefined));
     assert.notEqual(app.pid, service.child.pid, `${launcher} runs the app in a process of its own`);
     assert.equal(await pidAt(port), app.pid, "the endpoint serves the app's heap");
     assert.deepEqual(servingLines(service.stderr), [{ worker: undefined, pid: undefined, port }], 'one agent serves');
-    assert.deepEqual(launcherLines(service.stderr), [{ name: launcher, pid: service.child.pid }]);
+    const said = launcherLines(service.stderr);
+    assert.deepEqual(said.map((l) => l.name), launchers);
+    assert.equal(said[0].pid, service.child.pid);
+    assert.ok(!said.some((l) => l.pid === app.pid));
     assertNoConflict(service);
     await dumpOf(service, app.pid);
   } finally {
@@ -213,9 +233,70 @@ test('yarn 1 start: the app serves the endpoint; yarn runs no agent', { skip: de
   await checkLaunched('yarn', devBin('yarn'), ['start']);
 });
 
+test(
+  "yarn start in a project pinning its yarn (yarnPath): the app serves the endpoint; neither yarn nor the project's release runs an agent",
+  { skip: devBin('yarn') ? false : 'yarn is not installed (npm ci)' },
+  async () => {
+    // The global yarn runs the release the project's .yarnrc.yml names (as yarn 2+ projects pin
+    // theirs) in a process of its own; here that release is yarn 1 itself.
+    const setup = (dir) => {
+      fs.mkdirSync(path.join(dir, '.yarn', 'releases'), { recursive: true });
+      const release = path.join(dir, '.yarn', 'releases', 'yarn-1.22.22.cjs');
+      fs.writeFileSync(release, `#!/usr/bin/env node\nrequire(${JSON.stringify(path.join(root, 'node_modules', 'yarn', 'bin', 'yarn.js'))});\n`);
+      fs.writeFileSync(path.join(dir, '.yarnrc.yml'), 'yarnPath: .yarn/releases/yarn-1.22.22.cjs\n');
+    };
+    await checkLaunched('yarn', devBin('yarn'), ['start'], { setup, launchers: ['yarn', 'yarn'] });
+  },
+);
+
 test('pnpm start: the app serves the endpoint; pnpm runs no agent', { skip: devBin('pnpm') ? false : 'pnpm is not installed (npm ci)' }, async () => {
   await checkLaunched('pnpm', devBin('pnpm'), ['start']);
 });
+
+// corepack on PATH (it runs the package manager it fetched in its own process), or undefined.
+function corepackOnPath() {
+  const r = spawnSync('corepack', ['--version'], { env: serviceEnv({}), encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
+test(
+  'corepack yarn start: the app serves the endpoint; corepack, running yarn in its process, runs no agent',
+  { skip: !devBin('yarn') ? 'yarn is not installed (npm ci)' : corepackOnPath() === undefined ? 'corepack is not on PATH' : noNpm },
+  async () => {
+    // Corepack fetches the yarn the project pins from a registry: a registry on loopback serving
+    // the yarn devDependency, packed (COREPACK_INTEGRITY_KEYS=0: it has no registry signature).
+    const packed = fs.mkdtempSync(path.join(tmp, 'yarn-tgz-'));
+    const pack = spawnSync('npm', ['pack', path.join(root, 'node_modules', 'yarn'), '--pack-destination', packed], { env: serviceEnv({}), encoding: 'utf8' });
+    assert.equal(pack.status, 0, pack.stderr);
+    const tgz = fs.readFileSync(path.join(packed, 'yarn-1.22.22.tgz'));
+    const registry = http.createServer((req, res) => {
+      const base = `http://127.0.0.1:${registry.address().port}`;
+      if (req.url === '/yarn/1.22.22') {
+        const integrity = `sha512-${crypto.createHash('sha512').update(tgz).digest('base64')}`;
+        res.setHeader('content-type', 'application/json');
+        res.end(JSON.stringify({ name: 'yarn', version: '1.22.22', dist: { tarball: `${base}/yarn/-/yarn-1.22.22.tgz`, integrity } }));
+      } else if (req.url === '/yarn/-/yarn-1.22.22.tgz') {
+        res.end(tgz);
+      } else {
+        res.writeHead(404).end();
+      }
+    });
+    await new Promise((resolve) => registry.listen(0, '127.0.0.1', resolve));
+    try {
+      await checkLaunched('corepack', 'corepack', ['yarn', 'start'], {
+        packageManager: 'yarn@1.22.22',
+        env: {
+          COREPACK_HOME: path.join(tmp, 'corepack'),
+          COREPACK_NPM_REGISTRY: `http://127.0.0.1:${registry.address().port}`,
+          COREPACK_INTEGRITY_KEYS: '0',
+          COREPACK_ENABLE_DOWNLOAD_PROMPT: '0',
+        },
+      });
+    } finally {
+      registry.close();
+    }
+  },
+);
 
 test('node --watch: the watched process serves the endpoint, and its restart serves it again', async () => {
   const dir = makeApp();
@@ -316,7 +397,7 @@ test('pm2-runtime in cluster mode: each worker serves its own port; pm2 runs no 
     assertNoConflict(service);
     await dumpOf(service, workers[1].pid);
   } finally {
-    await service.stop();
+    await service.stop('SIGINT');
   }
 });
 
@@ -360,6 +441,35 @@ test('pm2-runtime in fork mode: the app serves the port above P as a pm2 process
     assert.deepEqual(launcherLines(service.stderr), [{ name: 'pm2-runtime', pid: service.child.pid }]);
     assertNoConflict(service);
   } finally {
-    await service.stop();
+    await service.stop('SIGINT');
   }
+});
+
+test('launcherOf: the entry points the launchers\' packages declare, the CLI npm_execpath names, nothing else', () => {
+  const { launcherOf } = require('../lib/process-model');
+  const installed = (file) => path.join(root, 'node_modules', file);
+  const expected = [
+    ['pm2/bin/pm2', 'pm2'],
+    ['pm2/bin/pm2-runtime', 'pm2-runtime'],
+    ['pm2/lib/Daemon.js', 'pm2'],
+    ['pm2/lib/ProcessContainer.js', undefined], // runs the app (cluster mode)
+    ['pm2/lib/ProcessContainerFork.js', undefined], // runs the app (fork mode)
+    ['pm2/index.js', undefined],
+    ['.bin/yarn', 'yarn'], // a symlink, as npm links bins
+    ['yarn/bin/yarn.js', 'yarn'],
+    ['yarn/lib/cli.js', undefined],
+    ['.bin/pnpm', 'pnpm'],
+    ['pnpm/bin/pnpx.cjs', 'pnpx'],
+  ];
+  for (const [file, name] of expected) {
+    if (!fs.existsSync(installed(file))) continue; // a devDependency not installed: its tests say so
+    assert.equal(launcherOf(['node', installed(file)], {}), name, file);
+  }
+  const app = path.join(fixture, 'server.js');
+  assert.equal(launcherOf(['node', app], {}), undefined);
+  assert.equal(launcherOf(['node'], {}), undefined, 'node -e, the REPL');
+  assert.equal(launcherOf(['node', path.join(tmp, 'missing.js')], {}), undefined);
+  // A package manager's script that runs that package manager again: its CLI is npm_execpath.
+  assert.equal(launcherOf(['node', app], { npm_execpath: app }), 'server');
+  assert.equal(launcherOf(['node', app], { npm_execpath: installed('yarn/bin/yarn.js') }), undefined, 'the app a package manager started');
 });
