@@ -30,6 +30,7 @@ const { nativeOtlpOptions } = require('./otlp');
 const { GrowthWatch, formatEpisode, formatSection } = require('./growth');
 const { ProfileReads, SHARED_PROFILE } = require('./profile-reads');
 const { currentAgent, setCurrentAgent } = require('./current-agent');
+const { endpointPorts } = require('./process-model');
 
 
 function log(message) {
@@ -274,7 +275,9 @@ class Agent {
         this.#server = undefined;
         reject(err);
       });
-      server.listen(port, host, () => {
+      // exclusive: the port is this process's own, also in a cluster worker (whose listen() is
+      // otherwise shared through the primary, which hands each request to any worker).
+      server.listen({ port, host, exclusive: true }, () => {
         listening = true;
         // The server is for operators: it never keeps the process alive on its own.
         server.unref();
@@ -451,13 +454,31 @@ async function startValidated(o) {
   setCurrentAgent(agent);
   if (o.http) {
     try {
-      await agent.listen(o.http, o.token);
+      await listenOnFreePort(agent, o.http, o.token);
     } catch (err) {
       await agent.stop();
-      throw new Error(`heap-labels: cannot serve heap profiles on ${o.http.host}:${o.http.port}: ${err.message}`);
+      throw new Error(`heap-labels: cannot serve heap profiles on ${err.where ?? `${o.http.host}:${o.http.port}`}: ${err.message}`);
     }
   }
   return agent;
+}
+
+// Listens on the configured port, or in a cluster or pm2 worker on the first free one of the
+// ports lib/process-model.js gives it.
+async function listenOnFreePort(agent, { host, port }, token) {
+  const ports = endpointPorts(port);
+  const where = ports.length === 1 ? `${host}:${ports[0]}` : `${host}:${port + 1}..${port + ports.length} (a worker's ports)`;
+  if (ports.length === 0) throw Object.assign(new Error('no port above it is left for a worker'), { where: `${host}:${port}` });
+  for (let i = 0; ; i++) {
+    try {
+      return await agent.listen({ host, port: ports[i] }, token);
+    } catch (err) {
+      if (err.code !== 'EADDRINUSE' || i === ports.length - 1) {
+        err.where = where;
+        throw err;
+      }
+    }
+  }
 }
 
 function plain(res, status, text) {
