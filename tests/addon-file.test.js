@@ -9,14 +9,12 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { root } = require('./helpers');
+const { root, installPackageCopy, addonInPrebuilds: addonFileName } = require('./helpers');
 
-const realAddon = require(path.join(root, 'lib', 'native')).addonPath;
-const whole = fs.readFileSync(realAddon);
+const whole = fs.readFileSync(require(path.join(root, 'lib', 'native')).addonPath);
 // prebuilds/<platform>-<arch>/node.abi<N>.<libc>.node, as node-gyp-build looks it up.
-const addonInPrebuilds = path.join('prebuilds', path.basename(path.dirname(realAddon)), path.basename(realAddon));
+const addonInPrebuilds = addonFileName();
 
 const APP = "console.log('app output', [1, 2, 3].map((n) => n * 2).join(','));\n";
 const LIBRARY_APP =
@@ -35,18 +33,9 @@ function withoutSectionHeaders(elf) {
   return copy;
 }
 
-// <dir>/node_modules/heap-labels: the package's JS with no build/, `addon` (when given) as its
-// prebuilt addon, its dependencies linked in. Returns <dir>, where the apps are written.
+// A copy of the package with `addon` as its prebuilt addon, and the apps beside it.
 function installPackage(t, addon) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-addon-file-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const pkg = path.join(dir, 'node_modules', 'heap-labels');
-  fs.cpSync(path.join(root, 'lib'), path.join(pkg, 'lib'), { recursive: true });
-  fs.copyFileSync(path.join(root, 'package.json'), path.join(pkg, 'package.json'));
-  fs.mkdirSync(path.join(pkg, 'tools', 'patched-node'), { recursive: true });
-  fs.copyFileSync(path.join(root, 'tools', 'patched-node', 'versions.env'), path.join(pkg, 'tools', 'patched-node', 'versions.env'));
-  fs.symlinkSync(path.join(root, 'node_modules'), path.join(pkg, 'node_modules'));
-  if (addon !== undefined) writeAddon(pkg, addon);
+  const { dir } = installPackageCopy(t, addon);
   fs.writeFileSync(path.join(dir, 'app.js'), APP);
   fs.writeFileSync(path.join(dir, 'app.mjs'), APP);
   fs.writeFileSync(path.join(dir, 'library-app.js'), LIBRARY_APP);
