@@ -6,12 +6,9 @@
 // reported once on stderr and the app runs unprofiled.
 
 const { isMainThread } = require('node:worker_threads');
+const { report, reportNotProfiling } = require('./preload-report');
 
 const STARTED = Symbol.for('heap-labels.register');
-
-function report(message) {
-  process.stderr.write(`heap-labels: ${message}\n`);
-}
 
 function register() {
   // Signals and the HTTP port belong to the process: workers (which inherit -r) start nothing.
@@ -33,8 +30,7 @@ function register() {
     options = fromEnv(process.env, notes);
     lib = { ...require('./agent'), ...require('./capabilities') };
   } catch (err) {
-    const problems = err.problems ? err.problems.join('\n  ') : err.message;
-    report(`not profiling, the app runs without heap profiling:\n  ${problems}`);
+    reportNotProfiling(err);
     return;
   }
   for (const note of notes) report(note);
@@ -42,7 +38,7 @@ function register() {
   try {
     caps = lib.capabilities();
   } catch (err) {
-    report(`not profiling, the app runs without heap profiling: ${err.message}`);
+    reportNotProfiling(err);
     return;
   }
   lib.startValidated(options).then(
@@ -55,7 +51,7 @@ function register() {
         report(`${worker === undefined ? '' : `${worker} (pid ${process.pid}): `}serving heap profiles at ${agent.address.url}`);
       }
     },
-    (err) => report(`not profiling, the app runs without heap profiling: ${err.message}`),
+    (err) => reportNotProfiling(err),
   );
 }
 

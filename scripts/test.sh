@@ -87,16 +87,10 @@ ensure_rust() {
   fi
 }
 
-# The devDependencies (the frameworks the integration tests run against, TypeScript's framework
-# types) as package-lock.json pins them: npm ci when node_modules is missing or older than the lock.
+# The dependencies and devDependencies (the frameworks the integration tests run against,
+# TypeScript's framework types) as package-lock.json pins them (scripts/node-modules.sh).
 ensure_node_modules() {
-  local installed=node_modules/.package-lock.json bin
-  if [[ -f $installed && $installed -nt package-lock.json && $installed -nt package.json ]]; then
-    return 0
-  fi
-  log "installing the devDependencies (npm ci)"
-  bin="$(bash scripts/runtimes.sh bin primary)" || return 1
-  PATH="$bin:$PATH" npm ci --no-audit --no-fund --loglevel=error
+  bash scripts/node-modules.sh
 }
 
 setup() {
