@@ -52,6 +52,8 @@ const SERVER_OPTIONS = Object.freeze({
 });
 // Connections the endpoint serves at once; the next ones up to MAX_OPEN_CONNECTIONS are answered
 // 503 (Retry-After) and closed, beyond that they are closed at once (bounded memory under a flood).
+// The longest a process's end waits for its last profiles to go out (at most pushTimeout).
+const EXIT_FLUSH_MS = 5_000;
 const MAX_CONNECTIONS = 128;
 const MAX_OPEN_CONNECTIONS = 4 * MAX_CONNECTIONS;
 const IDLE_SOCKET_MS = 30_000;
@@ -78,6 +80,7 @@ class Agent {
   #watchCounters; // its counters reader
   #reads; // coalesced, spaced in-memory reads (lib/profile-reads.js)
   #pusher; // the OtlpPusher, when otlpEndpoint is set
+  #exitFlush; // removes the exit/SIGTERM flush listeners
   #otlpOptions; // the resource of pushed profiles
   #windowStarted = performance.now(); // when the allocation window started
   #windowTimer; // ends a window nobody ended for allocationWindow seconds (no pushes)
@@ -203,14 +206,15 @@ class Agent {
   }
 
   // Pushes a window now (it ends with this read): queues its OTLP profile and waits until the
-  // queue is sent or the push timeout passes. Resolves to { sent, pprof } (pprof: the same
-  // window as pprof, when asked). Rejects only when pushing is off or the agent is stopped.
+  // queue is sent or the push timeout passes. Resolves to { sent, pprof } (sent: whether this
+  // window's profile reached the collector; pprof: the same window as pprof, when asked). Rejects only when pushing is off or the agent is stopped.
   async push({ pprof = false } = {}) {
     this.#checkRunning();
     if (this.#pusher === undefined) throw new Error('heap-labels: pushing is off (set otlpEndpoint / HEAP_LABELS_OTLP_ENDPOINT)');
     const window = await this.#pusher.collect({ pprof: pprof === true });
-    const sent = await this.#pusher.flush();
-    return { sent, pprof: window?.pprof };
+    await this.#pusher.flush();
+    // This window's profile, not merely an empty queue: a refused one was not sent.
+    return { sent: window?.entry.outcome === 'sent', pprof: window?.pprof };
   }
 
   // The pusher's counters (see lib/push.js); undefined when pushing is off.
@@ -302,7 +306,9 @@ class Agent {
     this.#stopped = true;
     this.#reads.close('heap-labels: the agent is stopped');
     this.#stopWatch();
-    this.#pusher?.stop();
+    this.#removeExitFlush();
+    const lost = this.#pusher?.stop('stopped') ?? 0;
+    if (lost > 0) log(`push: the agent stopped with ${lost} profile(s) not sent (counted dropped)`);
     this.#pusher = undefined;
     clearTimeout(this.#windowTimer);
     this.#windowTimer = undefined;
@@ -367,6 +373,53 @@ class Agent {
       log,
     });
     this.#pusher.start();
+    this.#installExitFlush(options.pushTimeout);
+  }
+
+  // At the end of the process the open window goes out too, within EXIT_FLUSH_MS at most: on a
+  // normal exit (the event loop empties: 'beforeExit') and on SIGTERM (where, if no other listener
+  // handles SIGTERM, the signal is raised again once the flush is done, so the process still ends
+  // as SIGTERM ends it). Whatever is still queued when the process exits is counted dropped
+  // ('exit') and reported in one line.
+  #installExitFlush(pushTimeout) {
+    const budget = Math.min(pushTimeout * 1000, EXIT_FLUSH_MS);
+    let flushing;
+    const flushOnce = () => {
+      if (flushing === undefined && this.#pusher !== undefined) {
+        const pusher = this.#pusher;
+        flushing = pusher
+          .collect()
+          .then(() => pusher.flush(budget))
+          .catch(() => false);
+      }
+      return flushing ?? Promise.resolve(false);
+    };
+    const onBeforeExit = () => {
+      flushOnce();
+    };
+    const onTerm = () => {
+      process.removeListener('SIGTERM', onTerm);
+      flushOnce().then(() => {
+        if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
+      });
+    };
+    const onExit = () => {
+      const lost = this.#pusher?.stop('exit') ?? 0;
+      if (lost > 0) log(`push: ${lost} profile(s) were not sent before the process exited (counted dropped)`);
+    };
+    process.once('beforeExit', onBeforeExit);
+    process.on('SIGTERM', onTerm);
+    process.once('exit', onExit);
+    this.#exitFlush = () => {
+      process.removeListener('beforeExit', onBeforeExit);
+      process.removeListener('SIGTERM', onTerm);
+      process.removeListener('exit', onExit);
+    };
+  }
+
+  #removeExitFlush() {
+    this.#exitFlush?.();
+    this.#exitFlush = undefined;
   }
 
   // Ends the allocation window when nobody did for allocationWindow seconds (an unref'd timer,

@@ -339,8 +339,10 @@ export interface PushStats {
   sent: number;
   /** Attempts that failed and will be retried (network errors, timeouts, 429/502/503/504). */
   failedAttempts: number;
-  /** Profiles dropped because the queue was full (the oldest go first). */
+  /** Profiles dropped, for any of the reasons in `dropReasons` (collected = sent + dropped + queued). */
   dropped: number;
+  /** Why: the queue was full (oldest waiting first), the collector refused it (non-retryable answer or a redirect), `agent.stop()` with it queued, the process exited first. */
+  dropReasons: { queueFull: number; rejected: number; stopped: number; exit: number };
   /** Profiles the collector refused with another status (not retried, as OTLP says). */
   rejected: number;
   /** Reads that failed. */
