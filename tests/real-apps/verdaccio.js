@@ -3,9 +3,11 @@
 // resolves), app-level middleware before routing (cors, logging, compression, JWT auth, JSON body
 // parsing), an API router mounted at '/', the web UI's API router mounted at '/-/verdaccio/' whose
 // routes are written with their full path (wrapPath: '/-/verdaccio/data' + path), a route with two
-// paths (the sidebar) and a catch-all GET '/*'. Run by its CLI as `npm start` of a deployment
-// project (verdaccio/package.json) with a config written here: no uplinks (offline), anonymous
-// publishing, the per-IP rate limits raised above the traffic's rate.
+// paths (the sidebar) and a catch-all GET '/*'. Its bin runs its ESM build (build/lib/cli.mjs),
+// which imports express through the ESM loader: instrumentation that only hooks require() misses
+// it. Run by its CLI as `npm start` of a deployment project (verdaccio/package.json) with a config
+// written here: no uplinks (offline), anonymous publishing, the per-IP rate limits raised above the
+// traffic's rate.
 //
 // Templates, from verdaccio's source (build/api/endpoint/*.js, build/api/web/api/*.js and
 // @verdaccio/middleware's api_urls.js / web-urls.js):
