@@ -14,16 +14,16 @@
 //   - which process serves the endpoint, against the one that serves the app (the owner of each
 //     listening socket, from /proc: the endpoint reports no pid of its own yet).
 // and asserts what issue 26 asks: >= 90 % of the bytes on a correct template, the unrouted bucket
-// <= 5 %, every label value a template of the app and every template of the traffic present, and
-// the endpoint served from the app's pid.
+// <= 5 %, every label value the template of a route that answered and each such template present,
+// and the endpoint served from the app's pid.
 //
 // THOSE FINAL ASSERTIONS ARE REPORTED AS TODO (they run, print their figures and fail without
 // failing the run) until items 1-4 of issue 26 land (zero-code instrumentation, late binding, right
 // templates, the agent in the app's process, not npm's): HEAP_LABELS_REAL_APPS_ENFORCE=1 turns them
 // into failures. Once those items land, flip ENFORCE_DEFAULT below to '1' (then
 // HEAP_LABELS_REAL_APPS_ENFORCE=0 turns them off). What the harness itself needs is always asserted:
-// the install, the app answering, every request getting the status its route gives, the endpoint
-// answering with a profile.
+// the install, the app answering throughout, every request getting the status its route gives (an
+// endpoint that does not answer is a figure: it fails the final assertions).
 //
 // The labels reach samples only on the labeled runtime: the apps run on the node that
 // `tools/patched-node/build.sh --print-node-path --cached-only` prints, and each test says it is
@@ -533,16 +533,19 @@ function realAppTest(app) {
     const { dir: installDir, installed } = ensureInstalled(app, nodeBin);
     t.diagnostic(`${app.name}@${app.version} in ${installDir} (${installed})`);
     const runDir = makeRunDir(app, installDir);
-    if (!KEEP) t.after(() => fs.rmSync(runDir, { recursive: true, force: true }));
-    else t.diagnostic(`run directory: ${runDir}`);
+    let handle;
+    t.after(async () => {
+      await handle?.stop();
+      if (!KEEP) fs.rmSync(runDir, { recursive: true, force: true });
+    });
+    if (KEEP) t.diagnostic(`run directory: ${runDir}`);
     const appPort = await freePort();
     const endpointPort = await freePort();
     app.prepare?.(runDir, appPort);
     const version = spawnSync(runtime.node, ['--version'], { encoding: 'utf8' }).stdout.trim();
     const frameworks = app.frameworks.map((name) => `${name} ${resolvedVersion(installDir, app, name) ?? '?'}`).join(', ');
 
-    const handle = await startApp(app, { runDir, nodeBin, appPort, endpointPort });
-    t.after(() => handle.stop());
+    handle = await startApp(app, { runDir, nodeBin, appPort, endpointPort });
     const setupAgent = agentFor(1);
     await app.setup?.((req) => request(appPort, setupAgent, req));
     setupAgent.destroy();
@@ -621,7 +624,6 @@ function realAppTest(app) {
       const unexpected = Object.keys(s.statuses).filter((code) => !kind.status.includes(Number(code)));
       assert.deepEqual(unexpected, [], `${s.kind}: statuses ${JSON.stringify(s.statuses)}, the route gives ${kind.status.join('/')}`);
     }
-    assert.ok(allocs || readError, 'the endpoint was read');
 
     // What issue 26 asks (TODO until items 1-4 land: see the header).
     const pending = ENFORCE ? false : PENDING;
