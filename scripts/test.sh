@@ -17,6 +17,11 @@ set -uo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export REPO
 export HEAP_LABELS_CACHE="${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}"
+# Cargo's build directories live in the cache, as the compiler caches do, so that a fresh clone
+# reuses the dependencies compiled by earlier runs (the workspace's own crates rebuild when the
+# checkout moves): <cache>/cargo-target/check (clippy, tests, benches), node-abi<N> (the addon per
+# runtime, scripts/build.js), loom. Correctness never depends on it: cargo rebuilds what changed.
+export HEAP_LABELS_TARGET_BASE="${HEAP_LABELS_TARGET_BASE:-$HEAP_LABELS_CACHE/cargo-target}"
 cd "$REPO"
 
 # name|node version|NODE_OPTIONS for the tests: every runtime scripts/runtimes.sh supports (add
@@ -103,7 +108,7 @@ rust_checks() {
   # cpp/ is compiled against one runtime's headers for the Rust-only checks.
   local include
   include="$(bash scripts/runtimes.sh path primary)/include/node" || return 1
-  HEAP_LABELS_NODE_INCLUDE="$include" bash -c '
+  HEAP_LABELS_NODE_INCLUDE="$include" CARGO_TARGET_DIR="$HEAP_LABELS_TARGET_BASE/check" bash -c '
     set -e
     cargo fmt --all --check
     nice -n 10 cargo clippy --workspace --all-targets -- -D warnings
