@@ -30,6 +30,8 @@ const { nativeOtlpOptions } = require('./otlp');
 const { GrowthWatch, formatEpisode, formatSection } = require('./growth');
 const { ProfileReads, SHARED_PROFILE } = require('./profile-reads');
 const { currentAgent, setCurrentAgent } = require('./current-agent');
+const { startInstrumentation } = require('./instrument');
+const { markOwnServer } = require('./instrument/servers');
 
 
 function log(message) {
@@ -77,6 +79,7 @@ class Agent {
   #otlpOptions; // the resource of pushed profiles
   #windowStarted = performance.now(); // when the allocation window started
   #windowTimer; // ends a window nobody ended for allocationWindow seconds (no pushes)
+  #instrumentation; // the automatic route labels (lib/instrument/), when option routes is on
   #stopped = false;
 
   constructor(options) {
@@ -106,6 +109,7 @@ class Agent {
       if (options.watchInterval > 0) this.#startWatch(options);
       if (options.otlpEndpoint) this.#startPush(options);
       else if (options.allocations) this.#scheduleWindowEnd();
+      if (options.routes) this.#startInstrumentation();
     } catch (err) {
       this.#teardown();
       throw err;
@@ -129,6 +133,16 @@ class Agent {
 
   get running() {
     return !this.#stopped;
+  }
+
+  // The automatic route labels: a failure to start them is said once and the agent runs on
+  // without them (the app's requests are then unlabeled, never failed).
+  #startInstrumentation() {
+    try {
+      this.#instrumentation = startInstrumentation(log);
+    } catch (err) {
+      log(`route labels are off: ${err.message}`);
+    }
   }
 
   // Writes a pprof and a text summary into the output directory (atomically; the newest `keep`
@@ -249,6 +263,7 @@ class Agent {
         res.destroy();
       }
     });
+    markOwnServer(server); // its requests get no route label
     server.maxConnections = MAX_CONNECTIONS;
     server.setTimeout(IDLE_SOCKET_MS); // idle sockets are destroyed
     this.#server = server;
@@ -289,6 +304,8 @@ class Agent {
     this.#stopWatch();
     this.#pusher?.stop();
     this.#pusher = undefined;
+    this.#instrumentation?.stop();
+    this.#instrumentation = undefined;
     clearTimeout(this.#windowTimer);
     this.#windowTimer = undefined;
     if (this.#signalListener) process.removeListener(this.#options.signal, this.#signalListener);
