@@ -13,8 +13,9 @@ const { markFrameworkServer } = require('./servers');
 
 const CHANNEL = 'fastify.initialization';
 
+// fastify() with itself as its `fastify` and `default` exports (3.x to 5.x alike).
 function recognise(exports) {
-  return exports.fastify === exports && exports.errorCodes !== null && typeof exports.errorCodes === 'object';
+  return exports.fastify === exports && exports.default === exports;
 }
 
 // Subscribes; returns the function that unsubscribes. `admit(version)`: whether this fastify

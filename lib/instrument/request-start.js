@@ -14,12 +14,13 @@
 //   a plain server: the fallback label, method and normalised path (fallback-route.js), with the
 //     maxRoutes guard of its own labeler;
 //   the agent's own endpoint server: nothing.
-// The HTTP/2 stream's own events are not bound to the labels (request-context.js covers
-// node:http's IncomingMessage and ServerResponse only).
+// The request's own events run under its labels (lib/integrations/request-context.js): the
+// route labelers bind a node:http request; an HTTP/2 stream is bound here.
 
 const dc = require('node:diagnostics_channel');
 const { fallbackRoute } = require('./fallback-route');
 const servers = require('./servers');
+const { bindStream } = require('../integrations/request-context');
 
 const HTTP_START = 'http.server.request.start';
 const HTTP2_START = 'http2.server.stream.start';
@@ -27,15 +28,17 @@ const HTTP2_START = 'http2.server.stream.start';
 // Subscribes; returns the function that unsubscribes. `labelers`: { framework, fallback } (route
 // labelers), `failed(error)`: reports a bug here once (the request then goes unlabeled).
 function watchRequestStarts({ labelers, failed }) {
+  // Enters the labels `request` starts with; returns whether it did.
   function start(request, server, method, target) {
     const kind = servers.kindOf(server);
-    if (kind === servers.OWN) return;
+    if (kind === servers.OWN) return false;
     if (kind === servers.FRAMEWORK) {
       labelers.framework.enterRoute(request, undefined, undefined);
-      return;
+      return true;
     }
     labelers.fallback.enterRoute(request, fallbackRoute(method, target), undefined);
     servers.noteFallback(request, server);
+    return true;
   }
 
   // A subscriber that throws would reach the app as an uncaught exception (diagnostics_channel
@@ -55,7 +58,7 @@ function watchRequestStarts({ labelers, failed }) {
       const session = stream.session;
       const server = session === undefined ? undefined : session.server;
       if (server === undefined || server === null) return;
-      start(stream, server, headers[':method'], headers[':path']);
+      if (start(stream, server, headers[':method'], headers[':path'])) bindStream(stream);
     } catch (error) {
       failed(error);
     }
