@@ -115,7 +115,7 @@ async function startApp({ file, packages = {}, env = {}, preload = true, before 
   child.stdout.setEncoding('utf8').on('data', (text) => (stdout += text));
   child.stderr.setEncoding('utf8').on('data', (text) => (stderr += text));
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  const port = await new Promise((resolve, reject) => {
+  const listening = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${file} did not listen within 60 s:\n${stderr}`)), 60_000);
     const check = () => {
       const match = /listening (\d+)/.exec(stdout);
@@ -131,6 +131,14 @@ async function startApp({ file, packages = {}, env = {}, preload = true, before 
       reject(new Error(`${file} exited (${code ?? signal}) before listening:\n${stderr}`));
     });
   });
+  let port;
+  try {
+    port = await listening;
+  } catch (error) {
+    child.kill('SIGKILL');
+    fs.rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   return {
     port,
     dir,
@@ -349,3 +357,110 @@ for (const [ext, order] of [
     assert.ok(spans.some(handler), `no express request handler span: ${JSON.stringify(spans)}`);
   });
 }
+
+test('the fallback label: method and normalised path, no raw identifiers', () => {
+  const { fallbackRoute } = require('../lib/instrument/fallback-route');
+  const cases = [
+    ['GET', '/', 'GET /'],
+    ['GET', '/users/1234?page=2#top', 'GET /users/:int'],
+    ['DELETE', '/users/0b7e1c2a-4f3d-4a5b-9c8d-123456789abc/sessions', 'DELETE /users/:uuid/sessions'],
+    ['GET', '/blobs/507f1f77bcf86cd799439011', 'GET /blobs/:hex'],
+    ['GET', '/files/3f2a9b1c0d/raw', 'GET /files/:hex/raw'],
+    ['GET', '/api/v2/orders/u_8f3k2', 'GET /api/v2/orders/:id'],
+    ['GET', '/reports/2024-01-02', 'GET /reports/:id'],
+    ['GET', '/static/app.3f2ab.js', 'GET /static/:id'],
+    ['GET', '/users/alice%40example.com', 'GET /users/:str'],
+    ['GET', '/tokens/abcdefghijklmnopqrstuvwxyz', 'GET /tokens/:str'],
+    ['GET', '/posts/hello-world/', 'GET /posts/hello-world/'],
+    ['GET', '//double', 'GET //double'],
+    ['GET', '/a/b/c/d/e/f/g/h/i/j', 'GET /a/b/c/d/e/f/g/h/*'],
+    ['GET', 'http://example.com/users/7?x', 'GET /users/:int'],
+    ['GET', 'http://example.com', 'GET /'],
+    ['OPTIONS', '*', 'OPTIONS *'],
+    ['CONNECT', 'example.com:443', 'CONNECT :authority'],
+    ['BREW', '/pot/1', '_OTHER /pot/:int'],
+    [undefined, undefined, '_OTHER /'],
+  ];
+  for (const [method, target, expected] of cases) assert.equal(fallbackRoute(method, target), expected, `${method} ${target}`);
+  // A long target stays bounded: at most 8 segments of at most 20 characters.
+  assert.ok(fallbackRoute('GET', `/${'x'.repeat(9000)}/${'y/'.repeat(4000)}`).length < 8 * 24);
+});
+
+test('node:http fallback: at most maxRoutes distinct values, odd targets answered and labeled within bounds', async () => {
+  const app = await startApp({ file: 'http.cjs', env: { SERVER: 'http' } });
+  const client = clientFor(app);
+  const seen = new Set();
+  let stderr;
+  try {
+    // Distinct words (letters only: kept by the normaliser), more than maxRoutes (1000).
+    const word = (i) => [...i.toString(26)].map((d) => String.fromCharCode(97 + parseInt(d, 26))).join('');
+    for (let i = 0; i < 1100; i++) {
+      const r = await client.request({ method: 'GET', path: `/users/${word(i)}x` });
+      assert.equal(r.status, 200);
+      seen.add(r.labels.route);
+    }
+    for (const target of ['http://example.com/users/7', '*', `/users/${'z'.repeat(8000)}`, '/users/%2e%2e%2f%00']) {
+      const r = await client.request({ method: target === '*' ? 'OPTIONS' : 'GET', path: target });
+      assert.ok([200, 404].includes(r.status), `${target}: ${r.status}`);
+      seen.add(r.labels.route);
+    }
+  } finally {
+    client.close();
+    stderr = await app.stop();
+  }
+  assert.ok(seen.has('(unmatched)'), 'past maxRoutes, new values share the bucket');
+  assert.ok(seen.size <= 1000 + 1, `${seen.size} distinct values`);
+  for (const value of seen) assert.ok(value.length <= 200, value);
+  assert.equal((stderr.match(/maxRoutes limit/g) ?? []).length, 1, stderr);
+});
+
+test('in process: startAgent() labels frameworks loaded after it, one line per framework version; stop() stops labeling', async () => {
+  const heap = require('heap-labels');
+  const written = [];
+  const write = process.stderr.write;
+  process.stderr.write = function (chunk, ...rest) {
+    written.push(String(chunk));
+    return write.call(this, chunk, ...rest);
+  };
+  let agent;
+  try {
+    agent = await heap.startAgent({ signal: 'off', nearHeapLimit: 0, allocations: false });
+    const express4 = require('express4');
+    require('express4'); // again: nothing new
+    const app = express4();
+    const seen = [];
+    app.get('/users/:id', (req, res) => {
+      seen.push(heap.getHeapProfileLabels() ?? null);
+      res.end();
+    });
+    const server = await new Promise((resolve) => {
+      const s = http.createServer(app).listen(0, '127.0.0.1', () => resolve(s));
+    });
+    const get = () =>
+      new Promise((resolve, reject) => {
+        http.get({ host: '127.0.0.1', port: server.address().port, path: '/users/1', agent: false }, (res) => {
+          res.resume();
+          res.on('end', resolve);
+        }).on('error', reject);
+      });
+    try {
+      await get();
+      await agent.stop();
+      agent = undefined;
+      heap.setHeapProfileLabels(null);
+      await get();
+    } finally {
+      server.close();
+    }
+    assert.deepEqual(seen, [{ route: '/users/:id' }, null], 'labeled while the agent runs, not after it stopped');
+  } finally {
+    process.stderr.write = write;
+    if (agent) await agent.stop();
+  }
+  const said = written.join('').split('\n').filter((line) => line.startsWith('heap-labels: labeling'));
+  assert.equal(said.filter((line) => START_LINE.test(line)).length, 1, said.join('\n'));
+  assert.deepEqual(
+    said.filter((line) => !START_LINE.test(line)),
+    [`heap-labels: labeling express ${versionOf(installed('express4'))} requests by route template`],
+  );
+});
