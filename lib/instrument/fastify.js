@@ -19,15 +19,17 @@ function recognise(exports) {
 }
 
 // Subscribes; returns the function that unsubscribes. `admit(version)`: whether this fastify
-// version is instrumented (it reports the version either way).
-function watch(automatic, admit) {
+// version is to be instrumented (it says so when not); `done(version)`: an instance was.
+function watch(automatic, { admit, done }) {
   const plugin = fastifyAutomaticPlugin(automatic);
   function onInstance(message) {
     try {
       const instance = message.fastify;
-      if (!admit(instance.version)) return;
+      const version = instance.version;
+      if (!admit(version)) return;
       instance.register(plugin);
       markFrameworkServer(instance.server);
+      done(version);
     } catch (error) {
       automatic.failed(error);
     }

@@ -74,7 +74,12 @@ class Instrumentation {
           failed,
         }),
       );
-      this.#stops.push(fastify.watch(this.automatic, (version) => this.#admit(fastify, version, undefined)));
+      this.#stops.push(
+        fastify.watch(this.automatic, {
+          admit: (version) => this.#admit(fastify, version, undefined),
+          done: (version) => this.#instrumented(fastify, version),
+        }),
+      );
       this.#stops.push(watchRequestStarts({ labelers, failed }));
     } catch (error) {
       this.stop();
@@ -99,28 +104,32 @@ class Instrumentation {
     const version = pkg === undefined ? undefined : pkg.version;
     if (!this.#admit(framework, version, pkg && pkg.dir)) return;
     framework.instrument(exports, this.automatic);
+    this.#instrumented(framework, version);
   }
 
-  // Whether `version` of `framework` is instrumented; says so once per version either way.
+  // Whether `version` of `framework` is to be instrumented; when not, says so once.
   #admit(framework, version, dir) {
     const major = typeof version === 'string' ? majorOf(version) : NaN;
+    if (framework.majors.includes(major)) return true;
     const name = `${framework.name} ${version ?? '(version unknown)'}`;
-    if (!framework.majors.includes(major)) {
-      const range = framework.majors.map((m) => `${m}.x`).join(', ');
-      this.#say(
-        name,
-        `${name}${dir ? ` at ${dir}` : ''} is not a supported version (${range}): left alone, its ` +
-          'servers get the node:http fallback label',
-      );
-      return false;
-    }
+    const range = framework.majors.map((m) => `${m}.x`).join(', ');
+    this.#say(
+      name,
+      `${name}${dir ? ` at ${dir}` : ''} is not a supported version (${range}): left alone, its ` +
+        'servers get the node:http fallback label',
+    );
+    return false;
+  }
+
+  // Says once per version that `framework` is instrumented (in the start line while starting).
+  #instrumented(framework, version) {
+    const name = `${framework.name} ${version}`;
     if (this.#starting) {
       if (!this.#said.has(name)) this.#initial.push(name);
       this.#said.add(name);
     } else {
       this.#say(name, `labeling ${name} requests by route template`);
     }
-    return true;
   }
 
   #say(what, message) {
