@@ -31,6 +31,8 @@ const { GrowthWatch, formatEpisode, formatSection } = require('./growth');
 const { ProfileReads, SHARED_PROFILE } = require('./profile-reads');
 const { currentAgent, setCurrentAgent } = require('./current-agent');
 const { endpointPorts } = require('./process-model');
+const { startInstrumentation } = require('./instrument');
+const { markOwnServer } = require('./instrument/servers');
 
 
 function log(message) {
@@ -84,6 +86,7 @@ class Agent {
   #otlpOptions; // the resource of pushed profiles
   #windowStarted = performance.now(); // when the allocation window started
   #windowTimer; // ends a window nobody ended for allocationWindow seconds (no pushes)
+  #instrumentation; // the automatic route labels (lib/instrument/), when option routes is on
   #stopped = false;
 
   constructor(options) {
@@ -113,6 +116,7 @@ class Agent {
       if (options.watchInterval > 0) this.#startWatch(options);
       if (options.otlpEndpoint) this.#startPush(options);
       else if (options.allocations) this.#scheduleWindowEnd();
+      if (options.routes) this.#startInstrumentation();
     } catch (err) {
       this.#teardown();
       throw err;
@@ -136,6 +140,16 @@ class Agent {
 
   get running() {
     return !this.#stopped;
+  }
+
+  // The automatic route labels: a failure to start them is said once and the agent runs on
+  // without them (the app's requests are then unlabeled, never failed).
+  #startInstrumentation() {
+    try {
+      this.#instrumentation = startInstrumentation(log);
+    } catch (err) {
+      log(`route labels are off: ${err.message}`);
+    }
   }
 
   // Writes a pprof and a text summary into the output directory (atomically; the newest `keep`
@@ -262,6 +276,7 @@ class Agent {
         res.destroy();
       }
     });
+    markOwnServer(server); // its requests get no route label
     server.on('connection', (socket) => {
       open++;
       socket.once('close', () => open--);
@@ -310,6 +325,8 @@ class Agent {
     const lost = this.#pusher?.stop('stopped') ?? 0;
     if (lost > 0) log(`push: the agent stopped with ${lost} profile(s) not sent (counted dropped)`);
     this.#pusher = undefined;
+    this.#instrumentation?.stop();
+    this.#instrumentation = undefined;
     clearTimeout(this.#windowTimer);
     this.#windowTimer = undefined;
     if (this.#signalListener) process.removeListener(this.#options.signal, this.#signalListener);

@@ -375,6 +375,10 @@ const OPTIONS = Object.freeze({
   // The pushed resource's service.name; unset: OpenTelemetry's OTEL_SERVICE_NAME, else
   // unknown_service:<executable> (lib/otlp.js).
   serviceName: { env: 'HEAP_LABELS_SERVICE_NAME', kind: serviceName, default: () => null },
+  // Automatic route labels (lib/instrument/): every request of express, fastify, koa (NestJS on
+  // express or fastify) labeled by its route template, other node:http/https/http2 servers' by
+  // method and normalised path, with no change to the app.
+  routes: { env: 'HEAP_LABELS_ROUTES', kind: onOff, default: () => true },
 });
 
 function isLoopback(host) {

@@ -304,6 +304,13 @@ export interface AgentOptions {
    * unknown_service:<executable>. HEAP_LABELS_SERVICE_NAME.
    */
   serviceName?: string | null;
+  /**
+   * Automatic route labels, default on: every request of express 4-5, fastify 4-5, koa 2-3 with
+   * @koa/router (and NestJS on express or fastify) labeled `route` by its route template, other
+   * node:http/https/http2 servers' by method and normalised path ('GET /users/:int'), with no
+   * change to the app. HEAP_LABELS_ROUTES (on/off).
+   */
+  routes?: boolean;
 }
 
 /** Options after validation: defaults filled in, `dir` absolute, `http` parsed. */
@@ -329,6 +336,7 @@ export interface ResolvedAgentOptions {
   pushTimeout: number;
   pushQueue: number;
   serviceName: string | null;
+  routes: boolean;
 }
 
 /** What the agent's pusher has done since it started (`Agent.pushStats()`). */

@@ -34,6 +34,16 @@
 // it as layer.rawPath and is adopted). Both patches apply to every app of that express copy from
 // then on and only act on requests of apps where expressRouteLabels was called. Templates are
 // cached per route and mount, labels per template (route-labels.js): no validation per request.
+//
+// The automatic instrumentation (lib/instrument/express.js, no code in the app) shares all of
+// this through instrumentExpress(express, automatic): it patches the express module when it loads,
+// before the app exists, so the use() wrapper records every mount, and wraps the application
+// prototype's init() (the express() factory calls it last) and handle() (every request of the
+// app, and of sub-apps, enters it): init() gives each new app its state, handle() enters the
+// bucket and the app's root mount at request start, where step 1's middleware would. Nothing
+// creates the app's router early (express 4 reads the routing settings when it does). An app
+// that also calls expressRouteLabels(app) gets that call's options: the state is reconfigured,
+// nothing is installed twice, and the middleware of step 1 takes over the request start.
 
 const { createRouteLabeler, formatPath, joinPath } = require('./route-labels');
 
@@ -45,7 +55,8 @@ const kEntered = Symbol('heap-labels.express.entered'); // req -> template enter
 const kRoute = Symbol('heap-labels.express.route'); // req -> the value of req.route
 const kPatched = Symbol('heap-labels.express.patched'); // on patched prototypes
 const kAdopted = Symbol('heap-labels.express.adopted'); // on layers seen by the use() wrapper
-const kInstalled = Symbol('heap-labels.express.installed'); // on apps
+const kState = Symbol('heap-labels.express.state'); // app -> AppLabels
+const kInstrumented = Symbol('heap-labels.express.instrumented'); // on instrumented express modules
 
 // Where a request is in the app's tree of mounted routers: its template prefix, and the cached
 // templates of the routes below it. One per mount point (per labeled app), made on first use.
@@ -76,21 +87,45 @@ class Mount {
   }
 }
 
+// How an app's requests are labeled: its labeler and root mount, and whether expressRouteLabels
+// configured it (else the automatic instrumentation did, and `automatic` is its switch).
+class AppLabels {
+  constructor(labeler, automatic) {
+    this.labeler = labeler;
+    this.root = new Mount(labeler, '');
+    this.automatic = automatic; // undefined once expressRouteLabels(app) configured the app
+  }
+
+  configure(labeler) {
+    this.labeler = labeler;
+    this.root = new Mount(labeler, '');
+    this.automatic = undefined;
+  }
+}
+
 function expressRouteLabels(app, options) {
   if (typeof app !== 'function' || typeof app.handle !== 'function' || typeof app.use !== 'function') {
     throw new TypeError(`heap-labels: ${WHERE}: expected an express application, got ${typeof app}`);
   }
-  if (app[kInstalled]) throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
+  const existing = app[kState];
+  if (existing !== undefined && existing.automatic === undefined) {
+    throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
+  }
   const labeler = createRouteLabeler(options, WHERE);
   const router = routerOf(app);
-  patchRouterPrototype(router);
-  patchRequestPrototype(app);
+  patchRouterPrototype(routerPrototype(router));
+  patchRequestPrototype(Object.getPrototypeOf(app.request));
   adoptStack(router.stack);
 
-  const root = new Mount(labeler, '');
+  // Instrumented automatically already: these options from now on, and the middleware below
+  // starts the requests (the handle() wrapper steps aside for configured apps).
+  let state = existing;
+  if (state === undefined) state = new AppLabels(labeler, undefined);
+  else state.configure(labeler);
   router.use(function heapLabelsStart(req, res, next) {
     // A sub-app whose parent is labeled too keeps the parent's state (and mount prefix).
     if (req[kMount] !== undefined) return next();
+    const { labeler, root } = state;
     req[kMount] = root;
     req[kEntered] = undefined;
     req[kExtras] = undefined;
@@ -109,8 +144,57 @@ function expressRouteLabels(app, options) {
   let at = 0;
   while (at < stack.length && (stack[at].name === 'query' || stack[at].name === 'expressInit')) at++;
   stack.splice(at, 0, start);
-  app[kInstalled] = true;
+  app[kState] = state;
   return app;
+}
+
+// The automatic instrumentation of an express module (4 or 5; lib/instrument/express.js): every
+// app it creates from now on labels its requests by route template with `automatic.labeler`
+// while `automatic.on`, and is passed to `automatic.onApp(app)`. Idempotent per module. Every
+// hook body is guarded: a bug in it leaves the request unlabeled (reported once through
+// `automatic.failed`), never throws into express.
+function instrumentExpress(express, automatic) {
+  if (Object.hasOwn(express, kInstrumented)) return;
+  const appProto = express.application;
+  const init = appProto.init;
+  const handle = appProto.handle;
+  if (typeof init !== 'function' || typeof handle !== 'function') {
+    throw new TypeError(`heap-labels: ${WHERE}: express.application has no init()/handle()`);
+  }
+  patchRouterPrototype(routerModulePrototype(express.Router));
+  patchRequestPrototype(express.request);
+
+  // express() mixes the prototype's own properties into each app it creates, then calls init():
+  // apps created from now on get these wrappers.
+  appProto.init = function init_() {
+    const result = Reflect.apply(init, this, arguments);
+    try {
+      if (this[kState] === undefined) {
+        this[kState] = new AppLabels(automatic.labeler, automatic);
+        automatic.onApp(this);
+      }
+    } catch (error) {
+      automatic.failed(error);
+    }
+    return result;
+  };
+  appProto.handle = function handle_(req, res) {
+    try {
+      const state = this[kState];
+      if (state !== undefined && state.automatic !== undefined && state.automatic.on && req[kMount] === undefined) {
+        req[kMount] = state.root;
+        req[kEntered] = undefined;
+        req[kExtras] = undefined;
+        state.labeler.startRequest(req, undefined);
+      }
+    } catch (error) {
+      automatic.failed(error);
+    }
+    return Reflect.apply(handle, this, arguments);
+  };
+  Object.defineProperty(appProto.init, 'name', { value: 'init' });
+  Object.defineProperty(appProto.handle, 'name', { value: 'handle' });
+  Object.defineProperty(express, kInstrumented, { value: true });
 }
 
 function routerOf(app) {
@@ -124,14 +208,25 @@ function routerOf(app) {
 // The express 4 `proto` object, or express 5's Router.prototype: where use() lives.
 function routerPrototype(router) {
   for (let p = Object.getPrototypeOf(router); p !== null; p = Object.getPrototypeOf(p)) {
-    if (Object.hasOwn(p, 'use') && Object.hasOwn(p, 'route')) return p;
+    if (isRouterPrototype(p)) return p;
   }
   throw new TypeError(`heap-labels: ${WHERE}: the app's router has no use()/route() (not express 4 or 5?)`);
 }
 
+// The same from the module's Router export: express 4's Router is `proto` itself, express 5's is
+// a class (the `router` package's) with the methods on its prototype.
+function routerModulePrototype(Router) {
+  if (isRouterPrototype(Router)) return Router;
+  if (typeof Router === 'function' && isRouterPrototype(Router.prototype)) return Router.prototype;
+  throw new TypeError(`heap-labels: ${WHERE}: express.Router has no use()/route() (not express 4 or 5?)`);
+}
+
+function isRouterPrototype(p) {
+  return p !== null && p !== undefined && Object.hasOwn(p, 'use') && Object.hasOwn(p, 'route');
+}
+
 // Wraps use() to record the path a router or sub-app is mounted at (express keeps none).
-function patchRouterPrototype(router) {
-  const proto = routerPrototype(router);
+function patchRouterPrototype(proto) {
   if (proto[kPatched]) return;
   const use = proto.use;
   proto.use = function use_(fn) {
@@ -205,8 +300,7 @@ function adopt(layer, path) {
 
 // The `route` accessor on the request prototype shared by the apps of this express copy (a sub-app
 // switches req's prototype to its own app.request, which inherits from it).
-function patchRequestPrototype(app) {
-  const proto = Object.getPrototypeOf(app.request);
+function patchRequestPrototype(proto) {
   if (proto[kPatched]) return;
   const existing = Object.getOwnPropertyDescriptor(proto, 'route');
   if (existing !== undefined) {
@@ -222,14 +316,19 @@ function patchRequestPrototype(app) {
       this[kRoute] = route;
       const mount = this[kMount];
       if (mount === undefined || route === null || typeof route !== 'object' || route.path === undefined) return;
-      const template = mount.template(route);
-      // Express 4 assigns the route twice (router, then Route#dispatch): enter once.
-      if (template === this[kEntered]) return;
-      this[kEntered] = template;
-      mount.labeler.enterRoute(this, template, this[kExtras]);
+      // Guarded: express assigns req.route in its router, where a throw would fail the request.
+      try {
+        const template = mount.template(route);
+        // Express 4 assigns the route twice (router, then Route#dispatch): enter once.
+        if (template === this[kEntered]) return;
+        this[kEntered] = template;
+        mount.labeler.enterRoute(this, template, this[kExtras]);
+      } catch (error) {
+        mount.labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
+      }
     },
   });
   proto[kPatched] = true;
 }
 
-module.exports = { expressRouteLabels };
+module.exports = { expressRouteLabels, instrumentExpress };

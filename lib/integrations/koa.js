@@ -35,6 +35,13 @@
 // resumes after `await next()` with the labels it awaited in: that is AsyncLocalStorage semantics
 // and not changed here. koa-mount'ed sub-apps route with their own routers, whose paths lack the
 // mount prefix. Install before app.listen()/app.callback() is used, once per app.
+//
+// The automatic instrumentation (lib/instrument/koa.js, no code in the app) shares all of this
+// through instrumentKoa(Application, automatic): Application.prototype.callback() (which
+// app.listen() calls, and every server setup that passes koa to node:http) installs the same
+// accessor and wrapper on the app when it first hands out its request handler. An app that also
+// calls koaRouteLabels(app) gets that call's options (before callback(): installed with them;
+// after: the installed hooks switch to them), never a second installation.
 
 const { withHeapProfileLabels } = require('../context');
 const { createRouteLabeler, formatPath } = require('./route-labels');
@@ -44,18 +51,84 @@ const WHERE = 'heap-labels/koa';
 const kLabels = Symbol('heap-labels.koa.labels'); // ctx -> labels entered last
 const kExtras = Symbol('heap-labels.koa.extras'); // ctx -> interned extra labels
 const kMatched = Symbol('heap-labels.koa.matchedRoute'); // ctx -> value of ctx._matchedRoute
-const kInstalled = Symbol('heap-labels.koa.installed');
+const kState = Symbol('heap-labels.koa.state'); // app -> AppLabels
+const kInstrumented = Symbol('heap-labels.koa.instrumented'); // on an instrumented Application.prototype
+
+// How an app's requests are labeled: its labeler, and whether koaRouteLabels configured it (else
+// the automatic instrumentation did, and `automatic` is its switch).
+class AppLabels {
+  constructor(labeler, automatic) {
+    this.labeler = labeler;
+    this.automatic = automatic; // undefined once koaRouteLabels(app) configured the app
+  }
+
+  get on() {
+    return this.automatic === undefined || this.automatic.on;
+  }
+}
 
 function koaRouteLabels(app, options) {
   if (app === null || typeof app !== 'object' || typeof app.handleRequest !== 'function' || !app.context) {
     throw new TypeError(`heap-labels: ${WHERE}: expected a koa application, got ${describe(app)}`);
   }
-  if (app[kInstalled]) throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
-  if (Object.getOwnPropertyDescriptor(app.context, '_matchedRoute') !== undefined) {
+  const existing = app[kState];
+  if (existing !== undefined && existing.automatic === undefined) {
+    throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
+  }
+  if (existing === undefined && Object.getOwnPropertyDescriptor(app.context, '_matchedRoute') !== undefined) {
     throw new Error(`heap-labels: ${WHERE}: app.context already defines "_matchedRoute"`);
   }
   const labeler = createRouteLabeler(options, WHERE);
+  if (existing !== undefined) {
+    // Instrumented automatically already (callback() was called): these options from now on.
+    existing.labeler = labeler;
+    existing.automatic = undefined;
+    return app;
+  }
+  install(app, new AppLabels(labeler, undefined));
+  return app;
+}
 
+// The automatic instrumentation of a koa Application class (koa 2 or 3; lib/instrument/koa.js):
+// each app installs the hooks below with `automatic.labeler` when its callback() is first
+// called, labels while `automatic.on`, and its request handlers are passed to
+// `automatic.onListener(handler)`. Idempotent per class. Guarded: a bug leaves the app or the
+// request unlabeled (reported once through `automatic.failed`), never throws into koa.
+function instrumentKoa(Application, automatic) {
+  const proto = Application.prototype;
+  if (Object.hasOwn(proto, kInstrumented)) return;
+  const callback = proto.callback;
+  if (typeof callback !== 'function' || typeof proto.handleRequest !== 'function') {
+    throw new TypeError(`heap-labels: ${WHERE}: the Application class has no callback()/handleRequest()`);
+  }
+  proto.callback = function callback_() {
+    try {
+      if (
+        this[kState] === undefined &&
+        this.context !== null &&
+        typeof this.context === 'object' &&
+        Object.getOwnPropertyDescriptor(this.context, '_matchedRoute') === undefined
+      ) {
+        install(this, new AppLabels(automatic.labeler, automatic));
+      }
+    } catch (error) {
+      automatic.failed(error);
+    }
+    const handler = Reflect.apply(callback, this, arguments);
+    try {
+      automatic.onListener(handler);
+    } catch (error) {
+      automatic.failed(error);
+    }
+    return handler;
+  };
+  Object.defineProperty(proto.callback, 'name', { value: 'callback' });
+  Object.defineProperty(proto, kInstrumented, { value: true });
+}
+
+// The accessor on app.context and the wrapper of app.handleRequest; both read the labeler from
+// `state` per request, so that koaRouteLabels(app) can reconfigure an app installed automatically.
+function install(app, state) {
   Object.defineProperty(app.context, '_matchedRoute', {
     configurable: true,
     enumerable: true,
@@ -64,34 +137,52 @@ function koaRouteLabels(app, options) {
     },
     set(path) {
       this[kMatched] = path;
-      if (this[kLabels] === undefined || !isRoutePath(this.matched, path)) return;
-      const labels = labeler.routeLabels(formatPath(path), this[kExtras]);
-      // The router assigns a route once for the match and once before its middleware: enter once.
-      if (labels === this[kLabels]) return;
-      this[kLabels] = labeler.enterLabels(this.req, labels);
+      if (this[kLabels] === undefined) return;
+      // Guarded: @koa/router assigns this in its dispatch, where a throw would fail the request.
+      try {
+        if (!isRoutePath(this.matched, path)) return;
+        const labels = state.labeler.routeLabels(formatPath(path), this[kExtras]);
+        // The router assigns a route once for the match and once before its middleware: enter once.
+        if (labels === this[kLabels]) return;
+        this[kLabels] = state.labeler.enterLabels(this.req, labels);
+      } catch (error) {
+        state.labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
+      }
     },
   });
 
   const handleRequest = app.handleRequest;
   const labeledChains = new WeakMap(); // koa's composed middleware -> its labeled wrapper
   app.handleRequest = function handleRequestWithLabels(ctx, fnMiddleware) {
-    let chain = labeledChains.get(fnMiddleware);
-    if (chain === undefined) {
-      chain = (c) => new LabeledResult(c, fnMiddleware(c));
-      labeledChains.set(fnMiddleware, chain);
-    }
+    if (!state.on) return handleRequest.call(this, ctx, fnMiddleware);
+    const labeler = state.labeler;
+    let chain;
+    let badExtras;
     try {
-      ctx[kExtras] = labeler.extrasOf(ctx);
-    } catch (error) {
+      chain = labeledChains.get(fnMiddleware);
+      if (chain === undefined) {
+        chain = (c) => new LabeledResult(c, fnMiddleware(c));
+        labeledChains.set(fnMiddleware, chain);
+      }
       ctx[kExtras] = undefined;
-      ctx[kLabels] = labeler.startRequest(ctx.req, undefined);
-      return handleRequest.call(this, ctx, (c) => new LabeledResult(c, Promise.reject(error)));
+      try {
+        ctx[kExtras] = labeler.extrasOf(ctx);
+      } catch (error) {
+        badExtras = error; // the user's labels(): fails the request, with the bare bucket
+      }
+      ctx[kLabels] = labeler.startRequest(ctx.req, ctx[kExtras]);
+    } catch (error) {
+      // A bug here: the request runs unlabeled rather than failing.
+      ctx[kLabels] = undefined;
+      labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
+      return handleRequest.call(this, ctx, fnMiddleware);
     }
-    ctx[kLabels] = labeler.startRequest(ctx.req, ctx[kExtras]);
+    if (badExtras !== undefined) {
+      return handleRequest.call(this, ctx, (c) => new LabeledResult(c, Promise.reject(badExtras)));
+    }
     return handleRequest.call(this, ctx, chain);
   };
-  app[kInstalled] = true;
-  return app;
+  app[kState] = state;
 }
 
 // Whether `path` is the path of a route layer (one with methods) among the layers the routers
@@ -137,4 +228,4 @@ function describe(value) {
   return value === null ? 'null' : typeof value;
 }
 
-module.exports = { koaRouteLabels };
+module.exports = { koaRouteLabels, instrumentKoa };

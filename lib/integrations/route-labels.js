@@ -17,12 +17,15 @@
 // validated like any label set (a frozen object it returns again is validated only once).
 //
 // Entering labels for a request also makes them the request's own (request-context.js): the
-// listeners of its IncomingMessage and ServerResponse run under them.
+// listeners of its IncomingMessage and ServerResponse run under them. And it tells the automatic
+// instrumentation that the request's server has an integration, so that its next requests start
+// with the bucket rather than the node:http fallback label (lib/instrument/servers.js).
 
 const { METHODS } = require('node:http');
 const { setHeapProfileLabels, currentLabelHolder, enterRequestLabels, bindRequestLabels } = require('../context');
 const { MAX_LABELS, intern, internWith } = require('../labels');
 const { bindRequest } = require('./request-context');
+const { claim } = require('../instrument/servers');
 
 const DEFAULT_KEY = 'route';
 const DEFAULT_UNMATCHED = '(unmatched)';
@@ -199,6 +202,7 @@ class RouteLabeler {
     }
     setHeapProfileLabels(labels);
     bindRequest(request);
+    claim(request);
     return labels;
   }
 
