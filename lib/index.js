@@ -53,7 +53,10 @@ function create() {
   const { native, addonPath } = require('./native');
   const { startAgent, currentAgent } = require('./agent');
   const { counters: labelCounters } = require('./counters');
-  const { diffProfiles } = require('./report/diff');
+  // The report's modules (and node:zlib with them) load on the first diff, not with the library.
+  function diffProfiles(base, current, options) {
+    return require('./report/diff').diffProfiles(base, current, options);
+  }
 
   // Bookkeeping of this isolate, for watching label cardinality: label sets still referenced (by a
   // label holder, a live sample or live external bytes), holders alive and, of those, the ones on

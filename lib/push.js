@@ -22,7 +22,10 @@
 // thing a process does settles.
 
 const http = require('node:http');
-const https = require('node:https');
+// node:https loads node:tls and initialises OpenSSL: only a push to an https collector needs it, so
+// it is loaded then, never at require('heap-labels') or the preload's start.
+let httpsModule;
+const https = () => (httpsModule ??= require('node:https'));
 
 const RETRYABLE = new Set([429, 502, 503, 504]);
 // Response bodies are read (so that the connection can be reused) but never kept beyond this.
@@ -59,7 +62,7 @@ class OtlpPusher {
     this.#queueSize = queueSize;
     this.#read = read;
     this.#log = log;
-    const Agent = this.#url.protocol === 'https:' ? https.Agent : http.Agent;
+    const Agent = this.#url.protocol === 'https:' ? https().Agent : http.Agent;
     this.#agent = new Agent({ keepAlive: true, maxSockets: 1 });
   }
 
@@ -226,7 +229,7 @@ class OtlpPusher {
       finished = true;
       done(outcome);
     };
-    const transport = this.#url.protocol === 'https:' ? https : http;
+    const transport = this.#url.protocol === 'https:' ? https() : http;
     let req;
     try {
       req = transport.request(this.#url, {

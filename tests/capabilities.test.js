@@ -158,3 +158,21 @@ test('27.10: without the patched API, the way out names what an npm install can 
   assert.ok(startLine.includes(reasons[0]), startLine);
   assert.doesNotMatch(startLine, /build\.sh/);
 });
+
+test('28.1: require(\'heap-labels\') and the preload load no node:tls, node:https or node:zlib (pushing off)', () => {
+  const { spawnSync } = require('node:child_process');
+  const path = require('node:path');
+  const root = path.join(__dirname, '..');
+  const probe = (entry) => `
+    const before = new Set(process.moduleLoadList);
+    require(${JSON.stringify(path.join(root, entry))});
+    const loaded = process.moduleLoadList.filter((m) => !before.has(m) && /^NativeModule (tls|_tls_wrap|https|zlib)$/.test(m));
+    process.stdout.write(JSON.stringify(loaded));`;
+  for (const entry of ['lib/index.js', 'lib/entries/register.js']) {
+    const env = { ...process.env };
+    for (const key of Object.keys(env)) if (key.startsWith('HEAP_LABELS_')) delete env[key];
+    const r = spawnSync(process.execPath, ['-e', probe(entry)], { encoding: 'utf8', env });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), [], `${entry} loaded them`);
+  }
+});
