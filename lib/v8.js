@@ -9,7 +9,7 @@
 //
 // `require('heap-labels/v8')` on any runtime (lib/entries/v8.js: the realm's instance's copy of this
 // module); on the patched runtime `require('node:v8')` forwards to it (tools/patched-node/
-// node-patches/0002). It is a view over the modules behind heap-labels' public API (this module is
+// node-patches/<line>/). It is a view over the modules behind heap-labels' public API (this module is
 // reached only through the realm's instance, so these are the instance's own): the same labels, label
 // sets and session, so code mixing it with `require('heap-labels')` sees one profiler. It adds only what the proposal's
 // shapes need: Node.js error codes (lib/node-errors.js), the profile as plain objects, `stop()`'s

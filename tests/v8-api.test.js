@@ -30,6 +30,17 @@ const patchedWithApi =
   !patchedRuntime ? `stock Node.js ${process.version}` :
     !lineHasNodePatch && `the recipe has no node:v8 patch for Node.js ${major} (tools/patched-node/node-patches/${major}/)`;
 
+// typeof node:v8's startHeapProfile on the stock runtime of this very version (Node.js 26 has one of
+// its own, 22 and 24 none), when the runtime cache holds that runtime (scripts/runtimes.sh installs
+// it); undefined when it does not.
+function stockStartHeapProfileType() {
+  const cache = process.env.HEAP_LABELS_CACHE || path.join(os.homedir(), '.cache', 'heap-labels');
+  const stock = path.join(cache, 'runtimes', `node-${process.versions.node}`, 'bin', 'node');
+  if (!fs.existsSync(stock)) return undefined;
+  const r = spawnSync(stock, ['-p', 'typeof require("node:v8").startHeapProfile'], { encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : undefined;
+}
+
 const MODULES = [
   ['heap-labels/v8', false],
   ['node:v8', !runtimeHasApi && `node:v8 of Node.js ${process.version} has no withHeapProfileLabels (stock runtime)`],
@@ -284,11 +295,16 @@ describe('node:v8 of the runtime', () => {
       fs.chmodSync(node, 0o755);
     }
     const r = spawnSync(node, ['-e',
-      "const v8 = require('node:v8'); console.log(typeof v8.withHeapProfileLabels, typeof v8.startHeapProfile, " +
-      "'withHeapProfileLabels' in v8, typeof v8.getHeapStatistics)"],
+      "const v8 = require('node:v8'); console.log(typeof v8.withHeapProfileLabels, typeof v8.setHeapProfileLabels, " +
+      "'withHeapProfileLabels' in v8, typeof v8.getHeapStatistics, typeof v8.startHeapProfile)"],
     { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
-    assert.equal(r.stdout.trim(), 'undefined undefined true function');
+    const [withType, setType, has, statsType, startType] = r.stdout.trim().split(' ');
+    assert.deepEqual([withType, setType, has, statsType], ['undefined', 'undefined', 'true', 'function']);
+    // startHeapProfile is then what the release's own node:v8 has: none on 22 and 24, Node.js' own on 26.
+    const stockStart = stockStartHeapProfileType();
+    if (stockStart !== undefined) assert.equal(startType, stockStart);
+    else assert.ok(['undefined', 'function'].includes(startType), startType);
   });
 
   test('a startup snapshot build rejects labels: true; labels work after deserialization', {
