@@ -25,55 +25,25 @@
 //    next() / next('route') hands over to the next matching route, which enters its own labels.
 //
 // The template is the route's path joined to the mount paths of the routers and sub-apps it is
-// mounted under ('/orgs/:org' + '/members/:member'). Express keeps no mount path on its layers, so
-// the router prototype's use() is wrapped to record it when a router or a sub-app is mounted; the
-// mounted layer's handle_request/handleRequest then tracks the current mount while the request is
-// inside it. Hence call expressRouteLabels(app) before mounting routers: a router mounted earlier
-// whose path express 4 cannot tell is an error at install time (express 5's router >= 2.3 keeps
-// it as layer.rawPath and is adopted). Both patches apply to every app of that express copy from
-// then on and only act on requests of apps where expressRouteLabels was called. Templates are
+// mounted under ('/orgs/:org' + '/members/:member'); a route with several paths is named by the one
+// that matched, and URL rewrites inside a mount are followed (express-templates.js). Express keeps no
+// mount path on its layers, so the router prototype's use() is wrapped to record it when a router or
+// a sub-app is mounted: call expressRouteLabels(app) before mounting routers. A router mounted
+// earlier whose path express 4 cannot tell is an error at install time (express 5's router >= 2.3
+// keeps it as layer.rawPath and is adopted). The patches apply to every app of that express copy
+// from then on and only act on requests of apps where expressRouteLabels was called. Templates are
 // cached per route and mount, labels per template (route-labels.js): no validation per request.
 
-const { createRouteLabeler, formatPath, joinPath } = require('./route-labels');
+const { createRouteLabeler } = require('./route-labels');
+const { Mount, patchRouterPrototype, adoptStack, enterApp, requestMount, routeTemplate } = require('./express-templates');
 
 const WHERE = 'heap-labels/express';
 
-const kMount = Symbol('heap-labels.express.mount'); // req -> Mount of the router it is in
 const kExtras = Symbol('heap-labels.express.extras'); // req -> interned extra labels
 const kEntered = Symbol('heap-labels.express.entered'); // req -> template entered last
 const kRoute = Symbol('heap-labels.express.route'); // req -> the value of req.route
-const kPatched = Symbol('heap-labels.express.patched'); // on patched prototypes
-const kAdopted = Symbol('heap-labels.express.adopted'); // on layers seen by the use() wrapper
+const kPatched = Symbol('heap-labels.express.patched'); // on the patched request prototype
 const kInstalled = Symbol('heap-labels.express.installed'); // on apps
-
-// Where a request is in the app's tree of mounted routers: its template prefix, and the cached
-// templates of the routes below it. One per mount point (per labeled app), made on first use.
-class Mount {
-  constructor(labeler, prefix) {
-    this.labeler = labeler;
-    this.prefix = prefix;
-    this.children = new WeakMap(); // mounted layer -> Mount
-    this.templates = new WeakMap(); // Route -> template
-  }
-
-  child(layer, path) {
-    let child = this.children.get(layer);
-    if (child === undefined) {
-      child = new Mount(this.labeler, joinPath(this.prefix, path));
-      this.children.set(layer, child);
-    }
-    return child;
-  }
-
-  template(route) {
-    let template = this.templates.get(route);
-    if (template === undefined) {
-      template = joinPath(this.prefix, formatPath(route.path));
-      this.templates.set(route, template);
-    }
-    return template;
-  }
-}
 
 function expressRouteLabels(app, options) {
   if (typeof app !== 'function' || typeof app.handle !== 'function' || typeof app.use !== 'function') {
@@ -82,15 +52,14 @@ function expressRouteLabels(app, options) {
   if (app[kInstalled]) throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
   const labeler = createRouteLabeler(options, WHERE);
   const router = routerOf(app);
-  patchRouterPrototype(router);
+  patchRouterPrototype(router, WHERE);
   patchRequestPrototype(app);
-  adoptStack(router.stack);
+  adoptStack(router, WHERE);
 
-  const root = new Mount(labeler, '');
+  const root = new Mount(labeler, '', false, router, undefined);
   router.use(function heapLabelsStart(req, res, next) {
     // A sub-app whose parent is labeled too keeps the parent's state (and mount prefix).
-    if (req[kMount] !== undefined) return next();
-    req[kMount] = root;
+    if (!enterApp(req, root)) return next();
     req[kEntered] = undefined;
     req[kExtras] = undefined;
     try {
@@ -120,88 +89,6 @@ function routerOf(app) {
   return app.router; // express 5 (a getter that creates it)
 }
 
-// The express 4 `proto` object, or express 5's Router.prototype: where use() lives.
-function routerPrototype(router) {
-  for (let p = Object.getPrototypeOf(router); p !== null; p = Object.getPrototypeOf(p)) {
-    if (Object.hasOwn(p, 'use') && Object.hasOwn(p, 'route')) return p;
-  }
-  throw new TypeError(`heap-labels: ${WHERE}: the app's router has no use()/route() (not express 4 or 5?)`);
-}
-
-// Wraps use() to record the path a router or sub-app is mounted at (express keeps none).
-function patchRouterPrototype(router) {
-  const proto = routerPrototype(router);
-  if (proto[kPatched]) return;
-  const use = proto.use;
-  proto.use = function use_(fn) {
-    const path = mountPathOf(fn);
-    const before = this.stack.length;
-    const result = use.apply(this, arguments);
-    for (let i = before; i < this.stack.length; i++) adopt(this.stack[i], path);
-    return result;
-  };
-  Object.defineProperty(proto.use, 'name', { value: 'use' });
-  proto[kPatched] = true;
-}
-
-// The path argument of use() as express reads it: a leading non-function (or array of those).
-function mountPathOf(first) {
-  if (typeof first === 'function') return '/';
-  let arg = first;
-  while (Array.isArray(arg) && arg.length !== 0) arg = arg[0];
-  return typeof arg === 'function' ? '/' : first;
-}
-
-// A router (express.Router(), or any router of the `router` package) or an express sub-app (whose
-// mount layer's handle is express's `mounted_app` closure).
-function isMount(handle) {
-  return (
-    typeof handle === 'function' &&
-    ((Array.isArray(handle.stack) && typeof handle.handle === 'function') || handle.name === 'mounted_app')
-  );
-}
-
-// Layers that existed before installation: their mount paths from what the layer still knows.
-function adoptStack(stack) {
-  for (const layer of stack) {
-    if (layer[kAdopted] || !isMount(layer.handle)) continue;
-    let path;
-    if (layer.rawPath !== undefined) path = layer.rawPath; // router >= 2.3 (express 5)
-    else if (layer.slash === true || (layer.regexp && layer.regexp.fast_slash === true)) path = '/';
-    else {
-      throw new Error(
-        `heap-labels: ${WHERE}: ${layer.handle.name || 'a router'} was mounted before ` +
-          'expressRouteLabels(app) was called, and express does not keep its mount path: call ' +
-          'expressRouteLabels(app) right after creating the app, before mounting routers or sub-apps',
-      );
-    }
-    adopt(layer, path);
-  }
-}
-
-function adopt(layer, path) {
-  if (layer[kAdopted]) return;
-  layer[kAdopted] = true;
-  const handle = layer.handle;
-  if (!isMount(handle)) return;
-  if (Array.isArray(handle.stack)) adoptStack(handle.stack); // populated before installation
-  const template = formatPath(path);
-  if (template === '/' || template === '') return; // mounted at the root: no prefix
-  const method = typeof layer.handleRequest === 'function' ? 'handleRequest' : 'handle_request';
-  const handleRequest = layer[method];
-  // While the request is inside the mounted router, its mount is one level down; when the router
-  // hands the request back (next, with or without an error), it is restored.
-  layer[method] = function handleMounted(req, res, next) {
-    const parent = req[kMount];
-    if (parent === undefined) return handleRequest.call(this, req, res, next);
-    req[kMount] = parent.child(layer, template);
-    return handleRequest.call(this, req, res, function leaveMount(error) {
-      req[kMount] = parent;
-      return next(error);
-    });
-  };
-}
-
 // The `route` accessor on the request prototype shared by the apps of this express copy (a sub-app
 // switches req's prototype to its own app.request, which inherits from it).
 function patchRequestPrototype(app) {
@@ -219,9 +106,9 @@ function patchRequestPrototype(app) {
     },
     set(route) {
       this[kRoute] = route;
-      const mount = this[kMount];
+      const mount = requestMount(this);
       if (mount === undefined || route === null || typeof route !== 'object' || route.path === undefined) return;
-      const template = mount.template(route);
+      const template = routeTemplate(this, mount, route);
       // Express 4 assigns the route twice (router, then Route#dispatch): enter once.
       if (template === this[kEntered]) return;
       this[kEntered] = template;
