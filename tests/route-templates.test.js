@@ -41,6 +41,8 @@ const EXPRESS = {
   "next('route')": [200, '/n/special'],
   'falls out of a mount to an app route': [200, '/api/late'],
   'unmatched inside a mount': [404, UNMATCHED],
+  'several paths, registered before installation': [200, '/early/b/:y'],
+  'several paths in a sub-app built before installation': [200, '/pre/q/:y'],
 };
 
 const FASTIFY = {
@@ -81,8 +83,27 @@ const KOA = {
 };
 
 const APPS = [
-  ['express 4', 'express4', { ...EXPRESS, 'wildcard route': [200, '/star/*'], 'optional parameter route': [200, '/opt/:a?/:b'] }],
-  ['express 5', 'express5', { ...EXPRESS, 'wildcard route': [200, '/star/*rest'], 'optional parameter route': [200, '/opt{/:a}/:b'] }],
+  [
+    'express 4',
+    'express4',
+    {
+      ...EXPRESS,
+      'wildcard route': [200, '/star/*'],
+      'optional parameter route': [200, '/opt/:a?/:b'],
+      // express 4 keeps no mount path: no template rather than a wrong one (with a warning).
+      'router mounted in a sub-app before installation': [200, UNMATCHED],
+    },
+  ],
+  [
+    'express 5',
+    'express5',
+    {
+      ...EXPRESS,
+      'wildcard route': [200, '/star/*rest'],
+      'optional parameter route': [200, '/opt{/:a}/:b'],
+      'router mounted in a sub-app before installation': [200, '/pre/inner/r/:id'],
+    },
+  ],
   ['fastify 4.9 (no request.routeOptions yet)', 'fastify4.9', { ...FASTIFY, ...FASTIFY4 }],
   ['fastify 4', 'fastify4', { ...FASTIFY, ...FASTIFY4 }],
   ['fastify 5', 'fastify5', { ...FASTIFY, 'root route of a prefixed plugin, trailing slash': [200, '/api'] }],
@@ -103,5 +124,13 @@ for (const [title, app, expected] of APPS) {
     );
     assert.deepEqual(seen, want);
     assert.deepEqual(Object.keys(result.json.cases).sort(), Object.keys(expected).sort(), 'every case ran');
+    if (app === 'express4') assert.match(result.stderr, /was mounted before expressRouteLabels\(app\).*labeled as unmatched/);
+    if (app.startsWith('express')) {
+      // Several mount paths with a waiting parameter callback, 60 requests at once.
+      const concurrent = result.json.concurrent;
+      assert.equal(concurrent.length, 60);
+      const wrong = concurrent.filter((r) => r.status !== 200 || r.seen !== r.expected);
+      assert.deepEqual(wrong, [], 'concurrent requests through several mount paths');
+    }
   });
 }

@@ -35,6 +35,8 @@
 const { isRegExp } = require('node:util').types;
 const { joinPath, formatPath } = require('./route-labels');
 
+const WHERE = 'heap-labels/express';
+
 const kMount = Symbol('heap-labels.express.mount'); // req -> Mount it is in
 const kBase = Symbol('heap-labels.express.base'); // req -> req.baseUrl when it entered that Mount
 const kPatched = Symbol('heap-labels.express.patched'); // on patched router prototypes
@@ -167,17 +169,17 @@ function describeRoute(router, layer) {
 
 // The express 4 `proto` object, or express 5's Router.prototype: where use(), route() and handle()
 // live.
-function routerPrototype(router, where) {
+function routerPrototype(router) {
   for (let p = Object.getPrototypeOf(router); p !== null; p = Object.getPrototypeOf(p)) {
     if (Object.hasOwn(p, 'use') && Object.hasOwn(p, 'route') && Object.hasOwn(p, 'handle')) return p;
   }
-  throw new TypeError(`heap-labels: ${where}: the app's router has no use()/route()/handle() (not express 4 or 5?)`);
+  throw new TypeError(`heap-labels: ${WHERE}: the app's router has no use()/route()/handle() (not express 4 or 5?)`);
 }
 
 // Wraps the router prototype's use() (to record mount paths), route() (to record the routes with
 // several paths) and handle() (to follow a request dispatched again from an ancestor router).
-function patchRouterPrototype(router, where) {
-  const proto = routerPrototype(router, where);
+function patchRouterPrototype(router) {
+  const proto = routerPrototype(router);
   if (proto[kPatched]) return;
   const { use, route, handle } = proto;
   proto.use = function use_(fn) {
@@ -195,8 +197,8 @@ function patchRouterPrototype(router, where) {
   };
   proto.handle = function handle_(req, res, out) {
     const mount = req[kMount];
-    if (mount === undefined || mount.router === this) return handle.apply(this, arguments);
-    return enterRouter(this, handle, mount, req, out, arguments);
+    if (mount === undefined || mount.router === this) return handle.call(this, req, res, out);
+    return enterRouter(this, handle, mount, req, res, out);
   };
   for (const [name, fn] of [['use', proto.use], ['route', proto.route], ['handle', proto.handle]]) {
     Object.defineProperty(fn, 'name', { value: name });
@@ -205,13 +207,13 @@ function patchRouterPrototype(router, where) {
 }
 
 // A router's handle() entered while the request is in `mount`, whose router it is not.
-function enterRouter(router, handle, mount, req, out, args) {
+function enterRouter(router, handle, mount, req, res, out) {
   if (mount.router === undefined && mount.parent !== undefined) {
-    // The first router entered below a sub-app's mount is the sub-app's; its routes with several
-    // paths that were registered before installation are recorded now.
+    // The first router entered below a sub-app's mount is the sub-app's; what was registered on it
+    // before installation is adopted now.
     mount.router = router;
-    describeRoutes(router);
-    return handle.apply(router, args);
+    adoptStack(router);
+    return handle.call(router, req, res, out);
   }
   if (typeof out === 'function') {
     for (let above = mount.parent; above !== undefined; above = above.parent) {
@@ -220,14 +222,14 @@ function enterRouter(router, handle, mount, req, out, args) {
       const base = req[kBase];
       req[kMount] = above;
       req[kBase] = req.baseUrl;
-      return handle.call(router, req, args[1], function leaveRedispatch(error) {
+      return handle.call(router, req, res, function leaveRedispatch(error) {
         req[kMount] = mount;
         req[kBase] = base;
         return out.apply(this, arguments);
       });
     }
   }
-  return handle.apply(router, args); // called directly (router(req, res, next)): the caller's place
+  return handle.call(router, req, res, out); // called directly (router(req, res, next)): the caller's place
 }
 
 // The path argument of use() as express reads it: a leading non-function (or array of those).
@@ -248,33 +250,45 @@ function describeRoutes(router) {
   for (const layer of router.stack) if (layer.route !== undefined) describeRoute(router, layer);
 }
 
-// Layers that existed before installation: their mount paths from what the layer still knows.
-function adoptStack(router, where) {
+// Layers that existed before installation: their mount paths from what the layer still knows. A
+// mount whose path express 4 does not keep is an error naming the fix when `strict` (in
+// expressRouteLabels(app), for the app's own router); found later (in a router being mounted, or in
+// a sub-app's router when a request first enters it) it gets no template instead: its routes are
+// labeled as unmatched, with a warning. A wrong prefix would be worse, and neither app.use() nor a
+// request may fail because of the labels.
+function adoptStack(router, strict = false) {
   describeRoutes(router);
   for (const layer of router.stack) {
     if (layer[kAdopted] || !isMount(layer.handle)) continue;
     let path;
     if (layer.rawPath !== undefined) path = layer.rawPath; // router >= 2.3 (express 5)
     else if (layer.slash === true || (layer.regexp && layer.regexp.fast_slash === true)) path = '/';
-    else {
+    else if (strict) {
       throw new Error(
-        `heap-labels: ${where}: ${layer.handle.name || 'a router'} was mounted before ` +
+        `heap-labels: ${WHERE}: ${layer.handle.name || 'a router'} was mounted before ` +
           'expressRouteLabels(app) was called, and express does not keep its mount path: call ' +
           'expressRouteLabels(app) right after creating the app, before mounting routers or sub-apps',
       );
+    } else {
+      process.emitWarning(
+        `heap-labels: ${WHERE}: ${layer.handle.name || 'a router'} was mounted before ` +
+          'expressRouteLabels(app) was called, and express does not keep its mount path: the routes ' +
+          'below it are labeled as unmatched (call expressRouteLabels(app) before building routers)',
+        { code: 'HEAP_LABELS_ROUTE' },
+      );
     }
-    adopt(router, layer, path, where);
+    adopt(router, layer, path, strict);
   }
 }
 
 // A layer just added by `router`.use(path, ...): a mount of a router or sub-app gets its paths
-// recorded and its handle_request wrapped.
-function adopt(router, layer, path, where) {
+// recorded and its handle_request wrapped (path undefined: not known, no template below it).
+function adopt(router, layer, path, strict = false) {
   if (layer[kAdopted]) return;
   layer[kAdopted] = true;
   const handle = layer.handle;
   if (!isMount(handle)) return;
-  if (routerOf(handle) !== undefined) adoptStack(handle, where); // populated before installation
+  if (routerOf(handle) !== undefined) adoptStack(handle, strict); // populated before installation
   const paths = pathsOf(path);
   if (paths.length === 0 || paths.every((one) => formatPath(one) === '/' || one === '')) return; // at the root
   const options = { sensitive: router.caseSensitive, strict: false, end: false };
@@ -351,6 +365,7 @@ function fullUrlRestored(req) {
     return false;
   }
   if (url === originalUrl) return true;
+  if (baseUrl.length + url.length === originalUrl.length) return false; // as trimmed: not rewritten
   const length = pathEnd(url);
   if (length !== pathEnd(originalUrl)) return false;
   for (let i = 0; i < length; i++) if (url.charCodeAt(i) !== originalUrl.charCodeAt(i)) return false;

@@ -28,9 +28,10 @@
 // mounted under ('/orgs/:org' + '/members/:member'); a route with several paths is named by the one
 // that matched, and URL rewrites inside a mount are followed (express-templates.js). Express keeps no
 // mount path on its layers, so the router prototype's use() is wrapped to record it when a router or
-// a sub-app is mounted: call expressRouteLabels(app) before mounting routers. A router mounted
-// earlier whose path express 4 cannot tell is an error at install time (express 5's router >= 2.3
-// keeps it as layer.rawPath and is adopted). The patches apply to every app of that express copy
+// a sub-app is mounted: call expressRouteLabels(app) before mounting routers. A router mounted on
+// the app earlier whose path express 4 cannot tell is an error at install time (express 5's router
+// >= 2.3 keeps it as layer.rawPath and is adopted); one found later, inside a router or sub-app
+// built before the call, gets no template (a warning). The patches apply to every app of that express copy
 // from then on and only act on requests of apps where expressRouteLabels was called. Templates are
 // cached per route and mount, labels per template (route-labels.js): no validation per request.
 
@@ -52,9 +53,9 @@ function expressRouteLabels(app, options) {
   if (app[kInstalled]) throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
   const labeler = createRouteLabeler(options, WHERE);
   const router = routerOf(app);
-  patchRouterPrototype(router, WHERE);
+  patchRouterPrototype(router);
   patchRequestPrototype(app);
-  adoptStack(router, WHERE);
+  adoptStack(router, true);
 
   const root = new Mount(labeler, '', false, router, undefined);
   router.use(function heapLabelsStart(req, res, next) {
