@@ -3,7 +3,8 @@
 // that handled the request, across nested and mounted routers, prefixes, sub-apps, URL rewrites
 // inside a mount, and routes with several paths or a RegExp path (named by the path that matched,
 // never a list). One app per framework version from npm (devDependencies: express 4 and 5,
-// fastify 4.9, 4 and 5, koa 2 and 3 with @koa/router and koa-mount), each in a child process
+// fastify 4.9, 4 and 5, koa 2 and 3 with @koa/router and koa-mount; express 5 also under
+// @opentelemetry/instrumentation-express, which wraps every layer), each in a child process
 // (tests/fixtures/route-templates.js); the label is read with getHeapProfileLabels(), which works
 // on stock runtimes. The template rules are documented in docs/api.md, "Route templates".
 
@@ -82,6 +83,13 @@ const KOA = {
   'unmatched': [404, UNMATCHED],
 };
 
+const EXPRESS5 = {
+  ...EXPRESS,
+  'wildcard route': [200, '/star/*rest'],
+  'optional parameter route': [200, '/opt{/:a}/:b'],
+  'router mounted in a sub-app before installation': [200, '/pre/inner/r/:id'],
+};
+
 const APPS = [
   [
     'express 4',
@@ -94,16 +102,8 @@ const APPS = [
       'router mounted in a sub-app before installation': [200, UNMATCHED],
     },
   ],
-  [
-    'express 5',
-    'express5',
-    {
-      ...EXPRESS,
-      'wildcard route': [200, '/star/*rest'],
-      'optional parameter route': [200, '/opt{/:a}/:b'],
-      'router mounted in a sub-app before installation': [200, '/pre/inner/r/:id'],
-    },
-  ],
+  ['express 5', 'express5', EXPRESS5],
+  ["express 5 under OpenTelemetry's express instrumentation", 'express5-otel', EXPRESS5],
   ['fastify 4.9 (no request.routeOptions yet)', 'fastify4.9', { ...FASTIFY, ...FASTIFY4 }],
   ['fastify 4', 'fastify4', { ...FASTIFY, ...FASTIFY4 }],
   ['fastify 5', 'fastify5', { ...FASTIFY, 'root route of a prefixed plugin, trailing slash': [200, '/api'] }],

@@ -100,7 +100,16 @@ function pathsOf(path) {
 
 // The router a mounted layer's handle is (undefined for a sub-app's mounted_app closure).
 function routerOf(handle) {
-  return Array.isArray(handle.stack) && typeof handle.handle === 'function' ? handle : undefined;
+  const fn = unwrapped(handle);
+  return Array.isArray(fn.stack) && typeof fn.handle === 'function' ? fn : undefined;
+}
+
+// The function a tracer's wrapper stands for: OpenTelemetry's express instrumentation (through
+// shimmer, which keeps the wrapped function as `__original`) replaces every layer's handle, and its
+// wrapper neither is the router express calls handle() on nor has the name of a sub-app's closure.
+function unwrapped(fn) {
+  for (let depth = 0; depth < 8 && typeof fn.__original === 'function'; depth++) fn = fn.__original;
+  return fn;
 }
 
 function noop() {}
@@ -243,7 +252,7 @@ function mountPathOf(first) {
 // A router (express.Router(), or any router of the `router` package) or an express sub-app (whose
 // mount layer's handle is express's `mounted_app` closure).
 function isMount(handle) {
-  return typeof handle === 'function' && (routerOf(handle) !== undefined || handle.name === 'mounted_app');
+  return typeof handle === 'function' && (routerOf(handle) !== undefined || unwrapped(handle).name === 'mounted_app');
 }
 
 function describeRoutes(router) {
