@@ -6,11 +6,17 @@
 // fastify 4.9, 4 and 5, koa 2 and 3 with @koa/router and koa-mount; express 5 also under
 // @opentelemetry/instrumentation-express, which wraps every layer), each in a child process
 // (tests/fixtures/route-templates.js); the label is read with getHeapProfileLabels(), which works
-// on stock runtimes. The template rules are documented in docs/api.md, "Route templates".
+// on stock runtimes. Each app runs twice: installed by its own integration call, and under the
+// preload (heap-labels/register) with no call, labeled by the automatic instrumentation, which
+// shares the template logic. The template rules are documented in docs/api.md, "Route templates".
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
+const path = require('node:path');
 const { runFixture } = require('./helpers');
+
+// The preload (heap-labels/register) from this checkout.
+const REGISTER = path.join(__dirname, '..', 'lib', 'entries', 'register.js');
 
 // The bucket of a request no route takes is its method's (docs/api.md); every such case is a GET.
 const UNMATCHED = '(unmatched) GET';
@@ -112,26 +118,43 @@ const APPS = [
   ['koa 3', 'koa3', KOA],
 ];
 
-for (const [title, app, expected] of APPS) {
-  test(`26.3: ${title}: every route is labeled by its full template, in its handler`, () => {
-    const result = runFixture('route-templates.js', { args: [app] });
-    assert.equal(result.status, 0, `${app} failed:\n${result.stderr}`);
-    assert.ok(result.json?.cases, `${app} printed no cases:\n${result.stdout}\n${result.stderr}`);
-    const seen = Object.fromEntries(
-      Object.entries(result.json.cases).map(([name, { url, status, seen: label }]) => [`${name} (${url})`, [status, label]]),
-    );
-    const want = Object.fromEntries(
-      Object.entries(result.json.cases).map(([name, { url }]) => [`${name} (${url})`, expected[name] ?? 'no expectation']),
-    );
-    assert.deepEqual(seen, want);
-    assert.deepEqual(Object.keys(result.json.cases).sort(), Object.keys(expected).sort(), 'every case ran');
-    if (app === 'express4') assert.match(result.stderr, /was mounted before expressRouteLabels\(app\).*labeled as unmatched/);
-    if (app.startsWith('express')) {
-      // Several mount paths with a waiting parameter callback, 60 requests at once.
-      const concurrent = result.json.concurrent;
-      assert.equal(concurrent.length, 60);
-      const wrong = concurrent.filter((r) => r.status !== 200 || r.seen !== r.expected);
-      assert.deepEqual(wrong, [], 'concurrent requests through several mount paths');
-    }
-  });
+// The automatic instrumentation (the preload, no call in the app) patches express when it loads,
+// before any app or router exists: nothing is built before installation, so express 4's routers
+// mounted in a sub-app built early get their template too.
+const AUTOMATIC = { express4: { 'router mounted in a sub-app before installation': [200, '/pre/inner/r/:id'] } };
+
+for (const [title, app, explicit] of APPS) {
+  for (const automatic of [false, true]) {
+    const how = automatic ? 'under the preload, with no call in the app' : 'installed by the app';
+    const expected = automatic ? { ...explicit, ...AUTOMATIC[app] } : explicit;
+    test(`26.3: ${title}, ${how}: every route is labeled by its full template, in its handler`, () => {
+      const result = runFixture(
+        'route-templates.js',
+        automatic
+          ? { args: [app], nodeArgs: ['-r', REGISTER], env: { ROUTE_TEMPLATES_AUTOMATIC: '1', HEAP_LABELS_SIGNAL: 'off' } }
+          : { args: [app] },
+      );
+      assert.equal(result.status, 0, `${app} failed:\n${result.stderr}`);
+      assert.ok(result.json?.cases, `${app} printed no cases:\n${result.stdout}\n${result.stderr}`);
+      const seen = Object.fromEntries(
+        Object.entries(result.json.cases).map(([name, { url, status, seen: label }]) => [`${name} (${url})`, [status, label]]),
+      );
+      const want = Object.fromEntries(
+        Object.entries(result.json.cases).map(([name, { url }]) => [`${name} (${url})`, expected[name] ?? 'no expectation']),
+      );
+      assert.deepEqual(seen, want);
+      assert.deepEqual(Object.keys(result.json.cases).sort(), Object.keys(expected).sort(), 'every case ran');
+      if (app === 'express4' && !automatic) {
+        assert.match(result.stderr, /was mounted before expressRouteLabels\(app\).*labeled as unmatched/);
+      }
+      if (automatic) assert.match(result.stderr, /labeling (express|fastify|koa) \S+ requests by route template/);
+      if (app.startsWith('express')) {
+        // Several mount paths with a waiting parameter callback, 60 requests at once.
+        const concurrent = result.json.concurrent;
+        assert.equal(concurrent.length, 60);
+        const wrong = concurrent.filter((r) => r.status !== 200 || r.seen !== r.expected);
+        assert.deepEqual(wrong, [], 'concurrent requests through several mount paths');
+      }
+    });
+  }
 }
