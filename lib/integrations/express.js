@@ -26,79 +26,64 @@
 //    next() / next('route') hands over to the next matching route, which enters its own labels.
 //
 // The template is the route's path joined to the mount paths of the routers and sub-apps it is
-// mounted under ('/orgs/:org' + '/members/:member'). Express keeps no mount path on its layers, so
-// the router prototype's use() is wrapped to record it when a router or a sub-app is mounted; the
-// mounted layer's handle_request/handleRequest then tracks the current mount while the request is
-// inside it. Hence call expressRouteLabels(app) before mounting routers: a router mounted earlier
-// whose path express 4 cannot tell is an error at install time (express 5's router >= 2.3 keeps
-// it as layer.rawPath and is adopted). Both patches apply to every app of that express copy from
-// then on and only act on requests of apps where expressRouteLabels was called. Templates are
-// cached per route and mount, labels per template (route-labels.js): no validation per request.
+// mounted under ('/orgs/:org' + '/members/:member'); a route with several paths is named by the one
+// that matched, and URL rewrites inside a mount are followed (express-templates.js). Express keeps no
+// mount path on its layers, so the router prototype's use() is wrapped to record it when a router or
+// a sub-app is mounted: call expressRouteLabels(app) before mounting routers. A router mounted on
+// the app earlier whose path express 4 cannot tell is an error at install time (express 5's router
+// >= 2.3 keeps it as layer.rawPath and is adopted); one found later, inside a router or sub-app
+// built before the call, gets no template (a warning). The patches apply to every app of that
+// express copy from then on and only act on requests of apps where expressRouteLabels was called.
+// Templates are cached per route and mount, labels per template (route-labels.js): no validation
+// per request.
 //
 // The automatic instrumentation (lib/instrument/express.js, no code in the app) shares all of
 // this through instrumentExpress(express, automatic): it patches the express module when it loads,
-// before the app exists, so the use() wrapper records every mount, and wraps the application
-// prototype's init() (the express() factory calls it last) and handle() (every request of the
-// app, and of sub-apps, enters it): init() gives each new app its state, handle() enters the
-// bucket and the app's root mount at request start, where step 1's middleware would. Nothing
-// creates the app's router early (express 4 reads the routing settings when it does). An app
+// before the app exists, so the router wrappers of express-templates.js (use(), route(), handle())
+// see every mount and route, and wraps the application prototype's init() (the express() factory
+// calls it last) and handle() (every request of the app, and of sub-apps, enters it): init() gives
+// each new app its state, handle() starts the request at the app's root mount, where step 1's
+// middleware would. Nothing creates the app's router early (express 4 reads the routing settings
+// when it does): the root mount learns the router when the first request enters it. An app
 // that also calls expressRouteLabels(app) gets that call's options: the state is reconfigured,
 // nothing is installed twice, and the middleware of step 1 takes over the request start.
 
-const { createRouteLabeler, formatPath, joinPath } = require('./route-labels');
+const { createRouteLabeler } = require('./route-labels');
+const {
+  Mount,
+  routerPrototype,
+  routerModulePrototype,
+  patchRouterPrototype,
+  adoptStack,
+  enterApp,
+  requestMount,
+  routeTemplate,
+} = require('./express-templates');
 
 const WHERE = 'heap-labels/express';
 
-const kMount = Symbol('heap-labels.express.mount'); // req -> Mount of the router it is in
 const kExtras = Symbol('heap-labels.express.extras'); // req -> interned extra labels
 const kEntered = Symbol('heap-labels.express.entered'); // req -> template entered last
 const kRoute = Symbol('heap-labels.express.route'); // req -> the value of req.route
-const kPatched = Symbol('heap-labels.express.patched'); // on patched prototypes
-const kAdopted = Symbol('heap-labels.express.adopted'); // on layers seen by the use() wrapper
+const kPatched = Symbol('heap-labels.express.request'); // on the patched request prototype
 const kState = Symbol('heap-labels.express.state'); // app -> AppLabels
 const kInstrumented = Symbol('heap-labels.express.instrumented'); // on instrumented express modules
 
-// Where a request is in the app's tree of mounted routers: its template prefix, and the cached
-// templates of the routes below it. One per mount point (per labeled app), made on first use.
-class Mount {
-  constructor(labeler, prefix) {
-    this.labeler = labeler;
-    this.prefix = prefix;
-    this.children = new WeakMap(); // mounted layer -> Mount
-    this.templates = new WeakMap(); // Route -> template
-  }
-
-  child(layer, path) {
-    let child = this.children.get(layer);
-    if (child === undefined) {
-      child = new Mount(this.labeler, joinPath(this.prefix, path));
-      this.children.set(layer, child);
-    }
-    return child;
-  }
-
-  template(route) {
-    let template = this.templates.get(route);
-    if (template === undefined) {
-      template = joinPath(this.prefix, formatPath(route.path));
-      this.templates.set(route, template);
-    }
-    return template;
-  }
-}
-
-// How an app's requests are labeled: its labeler and root mount, and whether expressRouteLabels
-// configured it (else the automatic instrumentation did, and `automatic` is its switch).
+// How an app's requests are labeled: its labeler and root mount (express-templates.js), and
+// whether expressRouteLabels configured it (else the automatic instrumentation did, and
+// `automatic` is its switch). `router`: the app's router, undefined when the automatic
+// instrumentation makes the state before express creates it (the root Mount learns it when the
+// first request enters it).
 class AppLabels {
-  constructor(labeler, automatic) {
+  constructor(labeler, automatic, router) {
     this.labeler = labeler;
-    this.root = new Mount(labeler, '');
+    this.root = new Mount(labeler, '', false, router, undefined);
     this.automatic = automatic; // undefined once expressRouteLabels(app) configured the app
   }
 
-  configure(labeler) {
+  configure(labeler, router) {
     this.labeler = labeler;
-    this.root = new Mount(labeler, '');
+    this.root = new Mount(labeler, '', false, router, undefined);
     this.automatic = undefined;
   }
 }
@@ -115,18 +100,17 @@ function expressRouteLabels(app, options) {
   const router = routerOf(app);
   patchRouterPrototype(routerPrototype(router));
   patchRequestPrototype(Object.getPrototypeOf(app.request));
-  adoptStack(router.stack);
+  adoptStack(router, true);
 
   // Instrumented automatically already: these options from now on, and the middleware below
   // starts the requests (the handle() wrapper steps aside for configured apps).
   let state = existing;
-  if (state === undefined) state = new AppLabels(labeler, undefined);
-  else state.configure(labeler);
+  if (state === undefined) state = new AppLabels(labeler, undefined, router);
+  else state.configure(labeler, router);
   router.use(function heapLabelsStart(req, res, next) {
     // A sub-app whose parent is labeled too keeps the parent's state (and mount prefix).
-    if (req[kMount] !== undefined) return next();
     const { labeler, root } = state;
-    req[kMount] = root;
+    if (!enterApp(req, root)) return next();
     req[kEntered] = undefined;
     req[kExtras] = undefined;
     try {
@@ -170,7 +154,7 @@ function instrumentExpress(express, automatic) {
     const result = Reflect.apply(init, this, arguments);
     try {
       if (this[kState] === undefined) {
-        this[kState] = new AppLabels(automatic.labeler, automatic);
+        this[kState] = new AppLabels(automatic.labeler, automatic, undefined);
         automatic.onApp(this);
       }
     } catch (error) {
@@ -181,8 +165,7 @@ function instrumentExpress(express, automatic) {
   appProto.handle = function handle_(req, res) {
     try {
       const state = this[kState];
-      if (state !== undefined && state.automatic !== undefined && state.automatic.on && req[kMount] === undefined) {
-        req[kMount] = state.root;
+      if (state !== undefined && state.automatic !== undefined && state.automatic.on && enterApp(req, state.root)) {
         req[kEntered] = undefined;
         req[kExtras] = undefined;
         state.labeler.startRequest(req, undefined);
@@ -205,99 +188,6 @@ function routerOf(app) {
   return app.router; // express 5 (a getter that creates it)
 }
 
-// The express 4 `proto` object, or express 5's Router.prototype: where use() lives.
-function routerPrototype(router) {
-  for (let p = Object.getPrototypeOf(router); p !== null; p = Object.getPrototypeOf(p)) {
-    if (isRouterPrototype(p)) return p;
-  }
-  throw new TypeError(`heap-labels: ${WHERE}: the app's router has no use()/route() (not express 4 or 5?)`);
-}
-
-// The same from the module's Router export: express 4's Router is `proto` itself, express 5's is
-// a class (the `router` package's) with the methods on its prototype.
-function routerModulePrototype(Router) {
-  if (isRouterPrototype(Router)) return Router;
-  if (typeof Router === 'function' && isRouterPrototype(Router.prototype)) return Router.prototype;
-  throw new TypeError(`heap-labels: ${WHERE}: express.Router has no use()/route() (not express 4 or 5?)`);
-}
-
-function isRouterPrototype(p) {
-  return p !== null && p !== undefined && Object.hasOwn(p, 'use') && Object.hasOwn(p, 'route');
-}
-
-// Wraps use() to record the path a router or sub-app is mounted at (express keeps none).
-function patchRouterPrototype(proto) {
-  if (proto[kPatched]) return;
-  const use = proto.use;
-  proto.use = function use_(fn) {
-    const path = mountPathOf(fn);
-    const before = this.stack.length;
-    const result = use.apply(this, arguments);
-    for (let i = before; i < this.stack.length; i++) adopt(this.stack[i], path);
-    return result;
-  };
-  Object.defineProperty(proto.use, 'name', { value: 'use' });
-  proto[kPatched] = true;
-}
-
-// The path argument of use() as express reads it: a leading non-function (or array of those).
-function mountPathOf(first) {
-  if (typeof first === 'function') return '/';
-  let arg = first;
-  while (Array.isArray(arg) && arg.length !== 0) arg = arg[0];
-  return typeof arg === 'function' ? '/' : first;
-}
-
-// A router (express.Router(), or any router of the `router` package) or an express sub-app (whose
-// mount layer's handle is express's `mounted_app` closure).
-function isMount(handle) {
-  return (
-    typeof handle === 'function' &&
-    ((Array.isArray(handle.stack) && typeof handle.handle === 'function') || handle.name === 'mounted_app')
-  );
-}
-
-// Layers that existed before installation: their mount paths from what the layer still knows.
-function adoptStack(stack) {
-  for (const layer of stack) {
-    if (layer[kAdopted] || !isMount(layer.handle)) continue;
-    let path;
-    if (layer.rawPath !== undefined) path = layer.rawPath; // router >= 2.3 (express 5)
-    else if (layer.slash === true || (layer.regexp && layer.regexp.fast_slash === true)) path = '/';
-    else {
-      throw new Error(
-        `heap-labels: ${WHERE}: ${layer.handle.name || 'a router'} was mounted before ` +
-          'expressRouteLabels(app) was called, and express does not keep its mount path: call ' +
-          'expressRouteLabels(app) right after creating the app, before mounting routers or sub-apps',
-      );
-    }
-    adopt(layer, path);
-  }
-}
-
-function adopt(layer, path) {
-  if (layer[kAdopted]) return;
-  layer[kAdopted] = true;
-  const handle = layer.handle;
-  if (!isMount(handle)) return;
-  if (Array.isArray(handle.stack)) adoptStack(handle.stack); // populated before installation
-  const template = formatPath(path);
-  if (template === '/' || template === '') return; // mounted at the root: no prefix
-  const method = typeof layer.handleRequest === 'function' ? 'handleRequest' : 'handle_request';
-  const handleRequest = layer[method];
-  // While the request is inside the mounted router, its mount is one level down; when the router
-  // hands the request back (next, with or without an error), it is restored.
-  layer[method] = function handleMounted(req, res, next) {
-    const parent = req[kMount];
-    if (parent === undefined) return handleRequest.call(this, req, res, next);
-    req[kMount] = parent.child(layer, template);
-    return handleRequest.call(this, req, res, function leaveMount(error) {
-      req[kMount] = parent;
-      return next(error);
-    });
-  };
-}
-
 // The `route` accessor on the request prototype shared by the apps of this express copy (a sub-app
 // switches req's prototype to its own app.request, which inherits from it).
 function patchRequestPrototype(proto) {
@@ -314,11 +204,11 @@ function patchRequestPrototype(proto) {
     },
     set(route) {
       this[kRoute] = route;
-      const mount = this[kMount];
+      const mount = requestMount(this);
       if (mount === undefined || route === null || typeof route !== 'object' || route.path === undefined) return;
       // Guarded: express assigns req.route in its router, where a throw would fail the request.
       try {
-        const template = mount.template(route);
+        const template = routeTemplate(this, mount, route);
         // Express 4 assigns the route twice (router, then Route#dispatch): enter once.
         if (template === this[kEntered]) return;
         this[kEntered] = template;

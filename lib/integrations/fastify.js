@@ -5,7 +5,8 @@
 //   await fastify.register(fastifyRouteLabels, { labels: (request) => ({ tenant: ... }) });
 //
 // Fastify routes before its first hook runs, so the template is known in onRequest
-// (request.routeOptions.url, with the prefixes of the plugins the route is registered in:
+// (request.routeOptions.url, with the prefixes of the plugins the route is registered in, as
+// fastify's route table lists it:
 // '/orgs/:org/members/:member'). One onRequest hook enters the route's labels with
 // setHeapProfileLabels (enterWith semantics) and calls done() synchronously: body parsing, the
 // other hooks, the handler, serialization, the error handler and everything they await descend
@@ -56,6 +57,16 @@ function fastifyRouteLabels(fastify, options, done) {
   done();
 }
 
+// The URL of the route fastify matched, with its plugins' prefixes: routeOptions.url (fastify
+// >= 4.10), else routerPath (older 4.x; deprecated from 4.26, gone in 5). Both are the route
+// context's config.url, the route as fastify's route table lists it. Fastify 4 registers the root
+// route of a prefixed plugin twice, as '/api' and '/api/' (prefixTrailingSlash 'both'), and each
+// has its own URL; fastify 5 names both '/api'.
+function routeUrl(request) {
+  const options = request.routeOptions;
+  return options !== undefined ? options.url : request.routerPath;
+}
+
 // What fastify-plugin would set: no encapsulation (the hook covers the whole instance), a name.
 function skipOverride(plugin, name) {
   plugin[Symbol.for('skip-override')] = true;
@@ -94,7 +105,7 @@ function addLabelHook(fastify, state) {
           failure = error; // the user's labels(): fails the request, with the bare bucket
         }
         // is404 is a cheap check; routeOptions builds an object, so it is read only for routes.
-        const template = failure !== undefined || request.is404 ? undefined : request.routeOptions.url;
+        const template = failure !== undefined || request.is404 ? undefined : routeUrl(request);
         labeler.enterRoute(request.raw, template, extras);
       }
     } catch (error) {

@@ -33,24 +33,33 @@
 // reactions with the request's latest labels (withHeapProfileLabels), so serializing a route's
 // body and its error response count to the route. Upstream middleware that awaited before next()
 // resumes after `await next()` with the labels it awaited in: that is AsyncLocalStorage semantics
-// and not changed here. koa-mount'ed sub-apps route with their own routers, whose paths lack the
-// mount prefix. Install before app.listen()/app.callback() is used, once per app.
+// and not changed here. Install before app.listen()/app.callback() is used, once per app.
+//
+// koa-mount. A sub-app (or middleware) mounted with koa-mount routes with its own routers, whose
+// paths lack the mount prefix: koa-mount strips the prefix from ctx.path while the request is inside
+// and records it in ctx.mountPath. An accessor on app.context collects these prefixes (literal
+// strings from the app's code); a route matched inside mounts is named by the text the mounts
+// consumed (what ctx.originalUrl has before ctx.url) joined to its path ('/sub' + '/x/:id'), when
+// that text is made of the recorded prefixes. Otherwise (outside the mounts again, or a rewrite of
+// ctx.url) the route is named by its path alone.
 //
 // The automatic instrumentation (lib/instrument/koa.js, no code in the app) shares all of this
 // through instrumentKoa(Application, automatic): Application.prototype.callback() (which
 // app.listen() calls, and every server setup that passes koa to node:http) installs the same
-// accessor and wrapper on the app when it first hands out its request handler. An app that also
+// accessors and wrapper on the app when it first hands out its request handler. An app that also
 // calls koaRouteLabels(app) gets that call's options (before callback(): installed with them;
 // after: the installed hooks switch to them), never a second installation.
 
 const { withHeapProfileLabels } = require('../context');
-const { createRouteLabeler, formatPath } = require('./route-labels');
+const { createRouteLabeler, formatPath, joinPath } = require('./route-labels');
 
 const WHERE = 'heap-labels/koa';
 
 const kLabels = Symbol('heap-labels.koa.labels'); // ctx -> labels entered last
 const kExtras = Symbol('heap-labels.koa.extras'); // ctx -> interned extra labels
 const kMatched = Symbol('heap-labels.koa.matchedRoute'); // ctx -> value of ctx._matchedRoute
+const kMountPath = Symbol('heap-labels.koa.mountPath'); // ctx -> value of ctx.mountPath (koa-mount)
+const MAX_MOUNT_PREFIXES = 100; // distinct koa-mount prefixes recorded per app
 const kState = Symbol('heap-labels.koa.state'); // app -> AppLabels
 const kInstrumented = Symbol('heap-labels.koa.instrumented'); // on an instrumented Application.prototype
 
@@ -60,6 +69,7 @@ class AppLabels {
   constructor(labeler, automatic) {
     this.labeler = labeler;
     this.automatic = automatic; // undefined once koaRouteLabels(app) configured the app
+    this.mountPrefixes = new Set(); // the koa-mount prefixes seen on the app's requests
   }
 
   get on() {
@@ -129,6 +139,23 @@ function instrumentKoa(Application, automatic) {
 // The accessor on app.context and the wrapper of app.handleRequest; both read the labeler from
 // `state` per request, so that koaRouteLabels(app) can reconfigure an app installed automatically.
 function install(app, state) {
+  // koa-mount's record of the prefix it strips (absent if something else defines ctx.mountPath).
+  if (Object.getOwnPropertyDescriptor(app.context, 'mountPath') === undefined) {
+    Object.defineProperty(app.context, 'mountPath', {
+      configurable: true,
+      enumerable: true,
+      get() {
+        return this[kMountPath];
+      },
+      set(prefix) {
+        this[kMountPath] = prefix;
+        if (typeof prefix === 'string' && prefix !== '' && state.mountPrefixes.size < MAX_MOUNT_PREFIXES) {
+          state.mountPrefixes.add(prefix);
+        }
+      },
+    });
+  }
+
   Object.defineProperty(app.context, '_matchedRoute', {
     configurable: true,
     enumerable: true,
@@ -141,7 +168,11 @@ function install(app, state) {
       // Guarded: @koa/router assigns this in its dispatch, where a throw would fail the request.
       try {
         if (!isRoutePath(this.matched, path)) return;
-        const labels = state.labeler.routeLabels(formatPath(path), this[kExtras]);
+        const template =
+          this[kMountPath] === undefined
+            ? formatPath(path)
+            : joinPath(mountedPrefix(this, state.mountPrefixes), path);
+        const labels = state.labeler.routeLabels(template, this[kExtras]);
         // The router assigns a route once for the match and once before its middleware: enter once.
         if (labels === this[kLabels]) return;
         this[kLabels] = state.labeler.enterLabels(this.req, labels);
@@ -195,6 +226,37 @@ function isRoutePath(matched, path) {
     if (layer.path === path && Array.isArray(layer.methods) && layer.methods.length > 0) return true;
   }
   return false;
+}
+
+// The text koa-mount consumed from the request's path where `ctx` is now: what ctx.originalUrl's
+// path has before ctx.url's ('/outer/inner' for '/outer/inner/c/4' seen as '/c/4'), when it is made
+// of recorded mount prefixes; '' otherwise (outside the mounts, or ctx.url rewritten).
+function mountedPrefix(ctx, prefixes) {
+  const { originalUrl, url } = ctx;
+  if (typeof originalUrl !== 'string' || typeof url !== 'string' || originalUrl === url) return '';
+  const full = originalUrl.slice(0, pathEnd(originalUrl));
+  const path = url.slice(0, pathEnd(url));
+  let consumed;
+  if (full.length > path.length && full.endsWith(path)) consumed = full.slice(0, full.length - path.length);
+  else if (path === '/' && full !== '') consumed = full; // koa-mount maps its prefix itself to '/'
+  else return '';
+  return madeOf(consumed, prefixes) ? consumed : '';
+}
+
+function pathEnd(url) {
+  const query = url.indexOf('?');
+  return query === -1 ? url.length : query;
+}
+
+// Whether `text` is a sequence of `prefixes` (each may repeat).
+function madeOf(text, prefixes) {
+  const reached = new Uint8Array(text.length + 1);
+  reached[0] = 1;
+  for (let at = 0; at < text.length; at++) {
+    if (reached[at] === 0) continue;
+    for (const prefix of prefixes) if (text.startsWith(prefix, at)) reached[at + prefix.length] = 1;
+  }
+  return reached[text.length] === 1;
 }
 
 // The middleware promise as koa sees it: reactions registered on it (koa's respond and onerror)
