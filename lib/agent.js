@@ -258,12 +258,12 @@ class Agent {
       // Nothing a client sends may throw into the app.
       try {
         const pathname = originPath(req.url);
-        if (open > MAX_CONNECTIONS) {
+        if (pathname === undefined) {
+          plain(res, 400, 'heap-labels: malformed request target\n');
+        } else if (open > MAX_CONNECTIONS) {
           res.setHeader('retry-after', '1');
           res.shouldKeepAlive = false;
           plain(res, 503, `heap-labels: more than ${MAX_CONNECTIONS} connections are open; retry later\n`);
-        } else if (pathname === undefined) {
-          plain(res, 400, 'heap-labels: malformed request target\n');
         } else if (pathname === HEAP_PATH) {
           handler(req, res); // never rejects
         } else if (pathname === ALLOCS_PATH) {

@@ -250,6 +250,7 @@ test('27.9: beyond 128 open connections a request is answered 503 with Retry-Aft
 test('a hostile client (malformed lines, huge headers, slowloris, floods of reads and ?gc=1, many connections) neither crashes the app nor holds its loop longer than one forced read', async (t) => {
   const app = await startApp({ HEAP_LABELS_SAMPLE_INTERVAL: '512' });
   const open = [];
+  let drip;
   try {
     // The bound: one full GC plus one copy of the profile, measured in the app before the attack.
     const hold = await app.get('/hold');
@@ -263,7 +264,7 @@ test('a hostile client (malformed lines, huge headers, slowloris, floods of read
     const slowStart = Date.now();
     const slowText = get('/debug/pprof/heap', 'X-Slow: ' + 'a'.repeat(1000) + '\r\n');
     let slowPos = 0;
-    const drip = setInterval(() => {
+    drip = setInterval(() => {
       for (const s of slow) if (!s.destroyed) s.write(slowText[slowPos % (slowText.length - 4)]);
       slowPos++;
     }, 100);
@@ -297,6 +298,8 @@ test('a hostile client (malformed lines, huge headers, slowloris, floods of read
     assert.ok(maxStallMs < 2 * bound + 250, `longest stall ${maxStallMs.toFixed(0)} ms; one forced read: GC ${hold.gcMs.toFixed(0)} ms + copy ${hold.copyMs.toFixed(0)} ms`);
     t.diagnostic(`longest stall ${maxStallMs.toFixed(0)} ms; one forced read: GC ${hold.gcMs.toFixed(0)} ms + copy ${hold.copyMs.toFixed(0)} ms`);
   } finally {
+    // Also when an assertion failed above: a live interval would keep this file's process alive.
+    clearInterval(drip);
     for (const s of open) s.destroy();
     await app.kill();
   }
