@@ -254,13 +254,16 @@ class Agent {
     const handler = createHeapProfileHandler({ agent: this, token: token ?? undefined });
     const allocsHandler = createHeapProfileHandler({ agent: this, token: token ?? undefined, profile: 'allocs' });
     let open = 0;
+    // Connections accepted while MAX_CONNECTIONS others were open: their requests are answered 503,
+    // so the first ones keep being served (as maxConnections would, with an answer instead of a reset).
+    const overflowing = new WeakSet();
     const server = http.createServer(SERVER_OPTIONS, (req, res) => {
       // Nothing a client sends may throw into the app.
       try {
         const pathname = originPath(req.url);
         if (pathname === undefined) {
           plain(res, 400, 'heap-labels: malformed request target\n');
-        } else if (open > MAX_CONNECTIONS) {
+        } else if (overflowing.has(req.socket)) {
           res.setHeader('retry-after', '1');
           res.shouldKeepAlive = false;
           plain(res, 503, `heap-labels: more than ${MAX_CONNECTIONS} connections are open; retry later\n`);
@@ -281,6 +284,7 @@ class Agent {
       open++;
       socket.once('close', () => open--);
       if (open > MAX_OPEN_CONNECTIONS) socket.destroy();
+      else if (open > MAX_CONNECTIONS) overflowing.add(socket);
     });
     server.setTimeout(IDLE_SOCKET_MS); // idle sockets are destroyed
     this.#server = server;
