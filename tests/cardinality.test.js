@@ -60,8 +60,10 @@ test('27.1: a frozen label object whose set overflowed stays usable after GC, in
   // Every use of the object (withHeapProfileLabels, setHeapProfileLabels, nested in another label
   // context) after a GC collected its last holder: its labels, on the overflow set while the cap
   // refuses its set, on its own set once there is room. [step, how, overflowed]
+  // (null: either. Right after the burst, a GC may already have collected the five sets' holders, and
+  // the registry then makes room for gold's set: Node.js 26's V8 does so more often than 12.4.)
   const expected = [
-    ['burst', 'with', true],
+    ['burst', 'with', null],
     ['after gc', 'with', false],
     ['after gc', 'set', false],
     ['full', 'with', true],
@@ -92,7 +94,7 @@ test('27.1: a frozen label object whose set overflowed stays usable after GC, in
       const errors = uses.filter((u) => u.error !== undefined);
       assert.deepEqual(errors, [], 'no use throws');
       assert.deepEqual(
-        uses.map((u) => [u.step, u.how, u.overflowed]),
+        uses.map((u, i) => [u.step, u.how, expected[i]?.[2] === null ? null : u.overflowed]),
         expected,
         JSON.stringify(uses),
       );
