@@ -17,11 +17,11 @@
 // <= 5 %, every label value the template of a route that answered and each such template present,
 // and the endpoint served from the app's pid.
 //
-// THOSE FINAL ASSERTIONS ARE REPORTED AS TODO (they run, print their figures and fail without
-// failing the run) until items 1-4 of issue 26 land (zero-code instrumentation, late binding, right
-// templates, the agent in the app's process, not npm's): HEAP_LABELS_REAL_APPS_ENFORCE=1 turns them
-// into failures. Once those items land, flip ENFORCE_DEFAULT below to '1' (then
-// HEAP_LABELS_REAL_APPS_ENFORCE=0 turns them off). What the harness itself needs is always asserted:
+// Those final assertions are enforced (items 1-4 of issue 26 have landed: zero-code instrumentation,
+// late binding, right templates, the agent in the app's process). HEAP_LABELS_REAL_APPS_ENFORCE=0
+// reports them as TODO instead (they run, print their figures and fail without failing the run). An
+// app may name an open gap of its own (`templatesTodo`, the reason): its template-table check is
+// then reported as TODO with that reason, the other three stay enforced. What the harness itself needs is always asserted:
 // the install, the app answering throughout, every request getting the status its route gives (an
 // endpoint that does not answer is a figure: it fails the final assertions).
 //
@@ -51,9 +51,9 @@ const os = require('node:os');
 const path = require('node:path');
 const { root, decodePprof } = require('../helpers');
 
-const ENFORCE_DEFAULT = '0';
+const ENFORCE_DEFAULT = '1';
 const ENFORCE = (process.env.HEAP_LABELS_REAL_APPS_ENFORCE || ENFORCE_DEFAULT) === '1';
-const PENDING = 'issue 26 items 1-4 (zero-code instrumentation, late binding, templates, process model) have not landed; HEAP_LABELS_REAL_APPS_ENFORCE=1 enforces';
+const PENDING = 'HEAP_LABELS_REAL_APPS_ENFORCE=0: reported, not enforced';
 const ISSUE_SECONDS = 60;
 const TRAFFIC_SECONDS = Number(process.env.HEAP_LABELS_REAL_APPS_SECONDS || ISSUE_SECONDS);
 const LAUNCH = process.env.HEAP_LABELS_REAL_APPS_LAUNCH || 'npm';
@@ -525,6 +525,7 @@ function describe(figures) {
 //                          n-th request) and template is the route template from the app's source
 //                          (a string), or null for a request no route answers (the unrouted bucket)
 //   rate, concurrency      requests a second, connections
+//   templatesTodo          a known gap of this app's templates (the reason): that check is TODO
 function realAppTest(app) {
   const runtime = labeledRuntime();
   const title = `${app.name}@${app.version}: ${LAUNCH === 'bin' ? 'its own CLI' : 'npm start'} with NODE_OPTIONS="-r heap-labels/register", ${TRAFFIC_SECONDS} s of loopback traffic`;
@@ -641,7 +642,8 @@ function realAppTest(app) {
       const a = needAllocated();
       assert.ok(a.unroutedShare <= MAX_UNROUTED_SHARE, `unrouted bucket ${pct(a.unroutedShare)}`);
     });
-    await t.test("the templates are the app's own: every label value is the template of a route that answered, every such route has bytes", { todo: pending }, () => {
+    const templatesPending = pending || (app.templatesTodo ?? false);
+    await t.test("the templates are the app's own: every label value is the template of a route that answered, every such route has bytes", { todo: templatesPending }, () => {
       needAllocated();
       assert.deepEqual(figures.wrongValues, [], 'label values that are not the template of a route that answered the traffic');
       assert.deepEqual(figures.missingTemplates, [], 'templates of the traffic without any allocated bytes');

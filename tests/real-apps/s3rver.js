@@ -35,6 +35,9 @@ realAppTest({
   version: '3.7.1',
   project: path.join(__dirname, 's3rver'),
   frameworks: ['koa', '@koa/router'],
+  // 0.1 % of the bytes carry `/:bucket/:key*`, the path of S3rver's CORS layer (router.all), not the
+  // route that answered: which path @koa/router leaves in ctx._matchedRoute there is not resolved yet.
+  templatesTodo: "S3rver's CORS layer router.all('/:bucket/:key*') names 0.1 % of the bytes (open: issue 26 item 3)",
   async setup(call) {
     const res = await call({ method: 'PUT', path: `/${BUCKET}` });
     if (res.status !== 200) throw new Error(`creating the bucket: ${res.status} ${res.body}`);
