@@ -61,12 +61,16 @@ test('27.1: a frozen label object whose set overflowed stays usable after GC, in
   // context) after a GC collected its last holder: its labels, on the overflow set while the cap
   // refuses its set, on its own set once there is room. [step, how, overflowed]
   // (null: either. Right after the burst, a GC may already have collected the five sets' holders, and
-  // the registry then makes room for gold's set: Node.js 26's V8 does so more often than 12.4.)
+  // the registry then makes room for gold's set: Node.js 26's V8 does so more often than 12.4. When
+  // the fillers come, gold's set from the step before may still be held by a sample of a live
+  // object allocated under it, such as the AsyncContextFrame that setHeapProfileLabels(null) copies
+  // from the frame holding gold, which later promises keep: the registry is then full with gold's
+  // own set in it, and gold rightly gets that set back.)
   const expected = [
     ['burst', 'with', null],
     ['after gc', 'with', false],
     ['after gc', 'set', false],
-    ['full', 'with', true],
+    ['full', 'with', null],
     ['full, after gc', 'with', true],
     ['full, after gc', 'set', true],
     ['nested, after gc', 'with', true],
