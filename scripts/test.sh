@@ -59,8 +59,9 @@ run_step() {
   local name="$1"
   shift
   banner "$name"
-  local start=$SECONDS
-  if "$@"; then
+  local start=$SECONDS status=0
+  "$@" || status=$?
+  if ((status == 0)); then
     PASSED+=("$name")
     log "$name passed in $((SECONDS - start))s"
   else
@@ -68,6 +69,14 @@ run_step() {
     log "$name FAILED after $((SECONDS - start))s"
   fi
   TIMES+=("$((SECONDS - start)) $name")
+}
+
+# The lines of a failed step's output that say why (the test runners' failure and assertion lines),
+# from the run's log (RUN_LOG): CI shows only the end of a run's output.
+why_failed() {
+  awk -v banner="======== $1 ========" '$0 == banner { on = 1; next } /^======== / { on = 0 } on' "$RUN_LOG" |
+    grep -aE '✖|^ *not ok|AssertionError|Error:|FAILED|^ *[+-] |expected|actual|SKIPPED' |
+    grep -av '^test.sh: ' | tail -n 25 | cut -c1-400
 }
 
 ensure_apt_packages() {
@@ -163,6 +172,8 @@ selected() {
 
 main() {
   local total_start=$SECONDS
+  RUN_LOG=$(mktemp "${TMPDIR:-/tmp}/heap-labels-test-run.XXXXXX.log")
+  exec > >(tee "$RUN_LOG") 2>&1
   # Steps that could run long (the patched runtime's build) fit what is left of this budget.
   export HEAP_LABELS_TEST_DEADLINE=$(( $(date +%s) + ${HEAP_LABELS_TEST_BUDGET_MIN:-85} * 60 ))
   run_step setup setup
@@ -191,6 +202,11 @@ main() {
   echo "time per step:"
   for step in "${TIMES[@]}"; do printf '  %6ss  %s\n' "${step%% *}" "${step#* }"; done
   echo "steps: ${#PASSED[@]} passed, ${#FAILED[@]} failed"
+  # Last, where a reader of the run's tail sees it.
+  for step in "${FAILED[@]}"; do
+    echo "why $step failed (from $RUN_LOG):"
+    why_failed "$step" | sed 's/^/    /'
+  done
   ((${#FAILED[@]} == 0))
 }
 
