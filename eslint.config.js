@@ -9,7 +9,7 @@ module.exports = [
   { ignores: ['build/', 'target/', 'node_modules/', 'tools/', 'v8-patches/'] },
   js.configs.recommended,
   {
-    files: ['**/*.js'],
+    files: ['**/*.js', '**/*.cjs'],
     languageOptions: { ecmaVersion: 2024, sourceType: 'commonjs', globals: { ...globals.node } },
   },
   {

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The heap-labels demo from a fresh machine of this kind: builds (or reuses) the patched Node.js
-# 22.22.2 runtime (tools/patched-node/build.sh: crypto, TLS, inspector, Intl, AsyncContextFrame on,
-# per-sample labels), installs the stock runtimes (scripts/runtimes.sh), builds the addon (npm run
-# build; one build serves stock and patched) and runs demo/run.js, which ends with the per-route heap
-# table.
+# The heap-labels demo from a fresh clone on a fresh machine of this kind: installs the stock runtimes
+# (scripts/runtimes.sh) and the package's dependencies (scripts/node-modules.sh: npm ci, when
+# node_modules/ is missing or outdated), builds (or reuses) the patched Node.js 22.22.2 runtime
+# (tools/patched-node/build.sh: crypto, TLS, inspector, Intl, AsyncContextFrame on, per-sample
+# labels), builds the addon (npm run build; one build serves stock and patched) and runs demo/run.js,
+# which ends with the per-route heap table.
 #
-#   demo/run.sh [--stock] [demo/run.js options, e.g. --requests 20000 --in-process --out DIR]
+#   demo/run.sh [--stock | --no-runtime-build] [demo/run.js options, e.g. --requests 20000 --out DIR]
 #
 # The first build of the patched runtime takes about 25 minutes on 2 cores with the shared compiler
-# cache (../shared/toolchain), about 3 hours without it; it reports progress and the time left.
-# Later runs reuse it. --stock skips it and runs on stock Node.js 22.22.2 with
-# --experimental-async-context-frame (labels propagate, but samples carry none).
+# cache (../shared/toolchain), about 3 hours without it; it says so before it starts, then reports
+# progress and the time left. Later runs reuse it. --stock skips it and runs on stock Node.js 22.22.2
+# with --experimental-async-context-frame (labels propagate, but samples carry none).
+# --no-runtime-build never builds the runtime: it reuses a built one, and without one stops with exit
+# status 3 and what to do (what the test of a fresh clone runs).
 #
 # Setup is idempotent; after it the demo itself takes a few seconds.
 set -euo pipefail
@@ -28,22 +31,39 @@ for tool in npm cargo; do
 done
 
 stock=0
-if [ "${1:-}" = "--stock" ]; then
-  stock=1
-  shift
-fi
+runtime_build=1
+case "${1:-}" in
+  --stock) stock=1; shift ;;
+  --no-runtime-build) runtime_build=0; shift ;;
+esac
 
 log "installing stock runtimes (cached under ${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}/runtimes)"
 scripts/runtimes.sh all
 stock_node="$(scripts/runtimes.sh bin primary)/node"
 
+log "installing the package's dependencies when missing or outdated (scripts/node-modules.sh)"
+scripts/node-modules.sh
+
+build=tools/patched-node/build.sh
 if [ "$stock" = 1 ]; then
   node=$stock_node
   node_flags=(--experimental-async-context-frame)
   log "runtime: stock Node.js 22.22.2 ($node, --stock); per-route heap needs the patched runtime"
 else
-  log "building (or reusing) the patched runtime: tools/patched-node/build.sh"
-  node=$(tools/patched-node/build.sh --print-node-path)
+  if ! "$build" --print-node-path --cached-only >/dev/null 2>&1; then
+    if [ "$runtime_build" = 0 ]; then
+      log "the patched runtime is not built, and --no-runtime-build does not build it. Build it with"
+      log "  $build   (about 25 minutes with a compiler cache, about 3 hours without)"
+      log "then rerun; or run the demo now on stock Node.js, without per-route heap: demo/run.sh --stock"
+      exit 3
+    fi
+    estimate="about 3 hours on 2 cores: no compiler cache yet"
+    if "$build" --has-compiler-cache; then estimate="about 25 minutes on 2 cores with the compiler cache"; fi
+    log "the patched runtime is not built yet: building it now ($estimate; later runs reuse it)."
+    log "To run the demo now on stock Node.js instead, without per-route heap: demo/run.sh --stock"
+  fi
+  # Reuses the built runtime (and installs this checkout's heap-labels into it) or builds it.
+  node=$("$build" --print-node-path)
   node_flags=()
   log "runtime: patched Node.js 22.22.2 ($node)"
 fi

@@ -30,6 +30,9 @@ const { nativeOtlpOptions } = require('./otlp');
 const { GrowthWatch, formatEpisode, formatSection } = require('./growth');
 const { ProfileReads, SHARED_PROFILE } = require('./profile-reads');
 const { currentAgent, setCurrentAgent } = require('./current-agent');
+const { endpointPorts } = require('./process-model');
+const { startInstrumentation } = require('./instrument');
+const { markOwnServer } = require('./instrument/servers');
 
 
 function log(message) {
@@ -49,7 +52,12 @@ const SERVER_OPTIONS = Object.freeze({
   connectionsCheckingInterval: 1_000,
   maxHeaderSize: 8192, // no header the endpoint reads (authorization) needs more
 });
+// Connections the endpoint serves at once; the next ones up to MAX_OPEN_CONNECTIONS are answered
+// 503 (Retry-After) and closed, beyond that they are closed at once (bounded memory under a flood).
+// The longest a process's end waits for its last profiles to go out (at most pushTimeout).
+const EXIT_FLUSH_MS = 5_000;
 const MAX_CONNECTIONS = 128;
+const MAX_OPEN_CONNECTIONS = 4 * MAX_CONNECTIONS;
 const IDLE_SOCKET_MS = 30_000;
 
 // The path of a request target in origin form ("/path?query"), or undefined for anything else:
@@ -74,9 +82,11 @@ class Agent {
   #watchCounters; // its counters reader
   #reads; // coalesced, spaced in-memory reads (lib/profile-reads.js)
   #pusher; // the OtlpPusher, when otlpEndpoint is set
+  #exitFlush; // removes the exit/SIGTERM flush listeners
   #otlpOptions; // the resource of pushed profiles
   #windowStarted = performance.now(); // when the allocation window started
   #windowTimer; // ends a window nobody ended for allocationWindow seconds (no pushes)
+  #instrumentation; // the automatic route labels (lib/instrument/), when option routes is on
   #stopped = false;
 
   constructor(options) {
@@ -106,6 +116,7 @@ class Agent {
       if (options.watchInterval > 0) this.#startWatch(options);
       if (options.otlpEndpoint) this.#startPush(options);
       else if (options.allocations) this.#scheduleWindowEnd();
+      if (options.routes) this.#startInstrumentation();
     } catch (err) {
       this.#teardown();
       throw err;
@@ -129,6 +140,16 @@ class Agent {
 
   get running() {
     return !this.#stopped;
+  }
+
+  // The automatic route labels: a failure to start them is said once and the agent runs on
+  // without them (the app's requests are then unlabeled, never failed).
+  #startInstrumentation() {
+    try {
+      this.#instrumentation = startInstrumentation(log);
+    } catch (err) {
+      log(`route labels are off: ${err.message}`);
+    }
   }
 
   // Writes a pprof and a text summary into the output directory (atomically; the newest `keep`
@@ -199,14 +220,15 @@ class Agent {
   }
 
   // Pushes a window now (it ends with this read): queues its OTLP profile and waits until the
-  // queue is sent or the push timeout passes. Resolves to { sent, pprof } (pprof: the same
-  // window as pprof, when asked). Rejects only when pushing is off or the agent is stopped.
+  // queue is sent or the push timeout passes. Resolves to { sent, pprof } (sent: whether this
+  // window's profile reached the collector; pprof: the same window as pprof, when asked). Rejects only when pushing is off or the agent is stopped.
   async push({ pprof = false } = {}) {
     this.#checkRunning();
     if (this.#pusher === undefined) throw new Error('heap-labels: pushing is off (set otlpEndpoint / HEAP_LABELS_OTLP_ENDPOINT)');
     const window = await this.#pusher.collect({ pprof: pprof === true });
-    const sent = await this.#pusher.flush();
-    return { sent, pprof: window?.pprof };
+    await this.#pusher.flush();
+    // This window's profile, not merely an empty queue: a refused one was not sent.
+    return { sent: window?.entry.outcome === 'sent', pprof: window?.pprof };
   }
 
   // The pusher's counters (see lib/push.js); undefined when pushing is off.
@@ -231,11 +253,16 @@ class Agent {
     if (this.#server) return Promise.resolve(this.#address);
     const handler = createHeapProfileHandler({ agent: this, token: token ?? undefined });
     const allocsHandler = createHeapProfileHandler({ agent: this, token: token ?? undefined, profile: 'allocs' });
+    let open = 0;
     const server = http.createServer(SERVER_OPTIONS, (req, res) => {
       // Nothing a client sends may throw into the app.
       try {
         const pathname = originPath(req.url);
-        if (pathname === undefined) {
+        if (open > MAX_CONNECTIONS) {
+          res.setHeader('retry-after', '1');
+          res.shouldKeepAlive = false;
+          plain(res, 503, `heap-labels: more than ${MAX_CONNECTIONS} connections are open; retry later\n`);
+        } else if (pathname === undefined) {
           plain(res, 400, 'heap-labels: malformed request target\n');
         } else if (pathname === HEAP_PATH) {
           handler(req, res); // never rejects
@@ -249,7 +276,12 @@ class Agent {
         res.destroy();
       }
     });
-    server.maxConnections = MAX_CONNECTIONS;
+    markOwnServer(server); // its requests get no route label
+    server.on('connection', (socket) => {
+      open++;
+      socket.once('close', () => open--);
+      if (open > MAX_OPEN_CONNECTIONS) socket.destroy();
+    });
     server.setTimeout(IDLE_SOCKET_MS); // idle sockets are destroyed
     this.#server = server;
     return new Promise((resolve, reject) => {
@@ -262,7 +294,9 @@ class Agent {
         this.#server = undefined;
         reject(err);
       });
-      server.listen(port, host, () => {
+      // exclusive: the port is this process's own, also in a cluster worker (whose listen() is
+      // otherwise shared through the primary, which hands each request to any worker).
+      server.listen({ port, host, exclusive: true }, () => {
         listening = true;
         // The server is for operators: it never keeps the process alive on its own.
         server.unref();
@@ -287,8 +321,12 @@ class Agent {
     this.#stopped = true;
     this.#reads.close('heap-labels: the agent is stopped');
     this.#stopWatch();
-    this.#pusher?.stop();
+    this.#removeExitFlush();
+    const lost = this.#pusher?.stop('stopped') ?? 0;
+    if (lost > 0) log(`push: the agent stopped with ${lost} profile(s) not sent (counted dropped)`);
     this.#pusher = undefined;
+    this.#instrumentation?.stop();
+    this.#instrumentation = undefined;
     clearTimeout(this.#windowTimer);
     this.#windowTimer = undefined;
     if (this.#signalListener) process.removeListener(this.#options.signal, this.#signalListener);
@@ -352,6 +390,53 @@ class Agent {
       log,
     });
     this.#pusher.start();
+    this.#installExitFlush(options.pushTimeout);
+  }
+
+  // At the end of the process the open window goes out too, within EXIT_FLUSH_MS at most: on a
+  // normal exit (the event loop empties: 'beforeExit') and on SIGTERM (where, if no other listener
+  // handles SIGTERM, the signal is raised again once the flush is done, so the process still ends
+  // as SIGTERM ends it). Whatever is still queued when the process exits is counted dropped
+  // ('exit') and reported in one line.
+  #installExitFlush(pushTimeout) {
+    const budget = Math.min(pushTimeout * 1000, EXIT_FLUSH_MS);
+    let flushing;
+    const flushOnce = () => {
+      if (flushing === undefined && this.#pusher !== undefined) {
+        const pusher = this.#pusher;
+        flushing = pusher
+          .collect()
+          .then(() => pusher.flush(budget))
+          .catch(() => false);
+      }
+      return flushing ?? Promise.resolve(false);
+    };
+    const onBeforeExit = () => {
+      flushOnce();
+    };
+    const onTerm = () => {
+      process.removeListener('SIGTERM', onTerm);
+      flushOnce().then(() => {
+        if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
+      });
+    };
+    const onExit = () => {
+      const lost = this.#pusher?.stop('exit') ?? 0;
+      if (lost > 0) log(`push: ${lost} profile(s) were not sent before the process exited (counted dropped)`);
+    };
+    process.once('beforeExit', onBeforeExit);
+    process.on('SIGTERM', onTerm);
+    process.once('exit', onExit);
+    this.#exitFlush = () => {
+      process.removeListener('beforeExit', onBeforeExit);
+      process.removeListener('SIGTERM', onTerm);
+      process.removeListener('exit', onExit);
+    };
+  }
+
+  #removeExitFlush() {
+    this.#exitFlush?.();
+    this.#exitFlush = undefined;
   }
 
   // Ends the allocation window when nobody did for allocationWindow seconds (an unref'd timer,
@@ -439,13 +524,31 @@ async function startValidated(o) {
   setCurrentAgent(agent);
   if (o.http) {
     try {
-      await agent.listen(o.http, o.token);
+      await listenOnFreePort(agent, o.http, o.token);
     } catch (err) {
       await agent.stop();
-      throw new Error(`heap-labels: cannot serve heap profiles on ${o.http.host}:${o.http.port}: ${err.message}`);
+      throw new Error(`heap-labels: cannot serve heap profiles on ${err.where ?? `${o.http.host}:${o.http.port}`}: ${err.message}`);
     }
   }
   return agent;
+}
+
+// Listens on the configured port, or in a cluster or pm2 worker on the first free one of the
+// ports lib/process-model.js gives it.
+async function listenOnFreePort(agent, { host, port }, token) {
+  const ports = endpointPorts(port);
+  const where = ports.length === 1 ? `${host}:${ports[0]}` : `${host}:${port + 1}..${port + ports.length} (a worker's ports)`;
+  if (ports.length === 0) throw Object.assign(new Error('no port above it is left for a worker'), { where: `${host}:${port}` });
+  for (let i = 0; ; i++) {
+    try {
+      return await agent.listen({ host, port: ports[i] }, token);
+    } catch (err) {
+      if (err.code !== 'EADDRINUSE' || i === ports.length - 1) {
+        err.where = where;
+        throw err;
+      }
+    }
+  }
 }
 
 function plain(res, status, text) {

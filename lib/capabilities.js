@@ -2,6 +2,8 @@
 // What this process can do: decided at run time, so one addon build lights up on the patched
 // runtime and degrades on stock ones.
 
+const fs = require('node:fs');
+const path = require('node:path');
 const { native } = require('./native');
 const { asyncContextFrameEnabled } = require('./context');
 const instance = require('./instance');
@@ -13,9 +15,15 @@ const ACF_REASON =
   'default, --no-async-context-frame turns it off); per-sample labels are read from the async ' +
   'context frame';
 
-// The way out of a runtime without the patched V8 API, with the lines the recipe supports.
+// The way out of a runtime without the patched V8 API, with the lines the recipe supports. The npm
+// package carries the README (its "Install" section) but not the recipe, so the recipe is named only
+// where it is: in a checkout of the repository.
+const RECIPE = path.join(__dirname, '..', 'tools', 'patched-node', 'build.sh');
 const wayOut = () =>
-  `; a labeled runtime has it: tools/patched-node/build.sh builds one for ${describeLines()}`;
+  `; a labeled runtime has it (${describeLines()}): run on heap-labels' labeled Node.js release, ` +
+  'node-v<version>-labels-linux-x64.tar.xz unpacked like a nodejs.org tarball, or its container ' +
+  '(the README of heap-labels, "Install", and docs/install.md of its repository)' +
+  (fs.existsSync(RECIPE) ? '; this checkout builds one: tools/patched-node/build.sh' : '');
 
 // Both per-label capabilities read the labels from the async context frame: on a patched runtime
 // without it they are off too, and say so under their own name.

@@ -338,7 +338,7 @@ const OPTIONS = Object.freeze({
   keep: { env: 'HEAP_LABELS_KEEP', kind: integer(1, 100000), default: () => 10 },
   signal: { env: 'HEAP_LABELS_SIGNAL', kind: signal, default: () => 'SIGUSR2' },
   http: { env: 'HEAP_LABELS_HTTP', kind: listen, default: () => null },
-  token: { env: 'HEAP_LABELS_TOKEN', kind: token, default: () => null },
+  token: { env: 'HEAP_LABELS_TOKEN', kind: token, default: () => null, secret: true },
   nearHeapLimit: { env: 'HEAP_LABELS_NEAR_HEAP_LIMIT', kind: integer(0, 1000), default: () => 1 },
   // The growth watch (lib/growth.js explains the rule and the noise math behind the defaults).
   // Off by default: each snapshot is a counters() read, which also starts a new externalPeakBytes
@@ -375,6 +375,10 @@ const OPTIONS = Object.freeze({
   // The pushed resource's service.name; unset: OpenTelemetry's OTEL_SERVICE_NAME, else
   // unknown_service:<executable> (lib/otlp.js).
   serviceName: { env: 'HEAP_LABELS_SERVICE_NAME', kind: serviceName, default: () => null },
+  // Automatic route labels (lib/instrument/): every request of express, fastify, koa (NestJS on
+  // express or fastify) labeled by its route template, other node:http/https/http2 servers' by
+  // method and normalised path, with no change to the app.
+  routes: { env: 'HEAP_LABELS_ROUTES', kind: onOff, default: () => true },
 });
 
 function isLoopback(host) {
@@ -405,6 +409,30 @@ function defaultOf(spec, notes, problems, name) {
   }
 }
 
+// How an error shows a value it refused: never a secret's (the token, the OTLP headers), never the
+// user:password of something that parses as a URL, and at most MAX_SHOWN characters of the rest (an
+// error line stays one readable line whatever was passed).
+const MAX_SHOWN = 120;
+function shown(spec, value) {
+  if (spec.secret) return '(value not shown)';
+  const quoted = typeof value === 'string';
+  let text = quoted ? value : safeStringify(value);
+  text = text.replace(/(\b[a-z][a-z0-9+.-]*:\/\/)[^/?#@\s]*@/gi, '$1(credentials not shown)@');
+  const cut = text.length > MAX_SHOWN ? text.slice(0, MAX_SHOWN) : text;
+  const out = quoted ? JSON.stringify(cut) : cut;
+  return text.length > MAX_SHOWN ? `${out}... (${text.length} characters)` : out;
+}
+
+function safeStringify(value) {
+  try {
+    return typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function'
+      ? String(value)
+      : (JSON.stringify(value) ?? String(value));
+  } catch {
+    return Object.prototype.toString.call(value);
+  }
+}
+
 // Options from the environment; throws one ConfigError naming every bad variable. What the caller
 // should say once on stderr (a default replaced) is pushed onto `notes`.
 function fromEnv(env = process.env, notes = []) {
@@ -420,7 +448,7 @@ function fromEnv(env = process.env, notes = []) {
       out[key] = spec.kind.parse(text);
     } catch (problem) {
       if (!(problem instanceof Problem)) throw problem;
-      problems.push(`${spec.env}${spec.secret ? ' (value not shown)' : `=${JSON.stringify(text)}`}: ${problem.message}`);
+      problems.push(`${spec.env}${spec.secret ? ' (value not shown)' : `=${shown(spec, text)}`}: ${problem.message}`);
     }
   }
   if (problems.length === 0) problems.push(...crossCheck(out, (key) => OPTIONS[key].env));
@@ -451,7 +479,7 @@ function fromOptions(options, where = 'startAgent', notes = []) {
       out[key] = spec.kind.check(value);
     } catch (problem) {
       if (!(problem instanceof Problem)) throw problem;
-      problems.push(`option ${key} ${problem.message}${spec.secret ? '' : `, got ${JSON.stringify(value)}`}`);
+      problems.push(`option ${key} ${problem.message}${spec.secret ? '' : `, got ${shown(spec, value)}`}`);
     }
   }
   if (problems.length === 0) problems.push(...crossCheck(out, (key) => `option ${key}`));

@@ -18,7 +18,8 @@ export interface HeapProfileHandlerOptions {
  * `(req, res)` handler serving the gzip-compressed pprof (`?gc=1`: full GC first; `?debug=1`: the text
  * per-label table). Mount it for node:http or express, e.g. `app.get('/debug/pprof/heap', handler)`.
  * Concurrent requests share one copy of the profile; refused ones get 429 (`?gc=1` more than once
- * per 10 s) or 503 (more than 64 waiting) with `Retry-After`. The returned promise never rejects.
+ * per 10 s) or 503 (more than 64 waiting) with `Retry-After`. A profile's response carries
+ * `X-Heap-Labels-Pid` (the serving process's pid). The returned promise never rejects.
  */
 export function createHeapProfileHandler(
   options?: HeapProfileHandlerOptions,

@@ -13,7 +13,8 @@
 //
 // What a client can cost: concurrent requests share one copy of V8's profile, copies are spaced
 // and ?gc=1 is rate-limited (lib/profile-reads.js); refused requests get 429 or 503 with
-// Retry-After. The handler never throws or rejects, whatever the request.
+// Retry-After. The handler never throws or rejects, whatever the request. A profile's response
+// carries X-Heap-Labels-Pid, the pid of the process whose heap it is.
 
 const { currentAgent } = require('./current-agent');
 const { SHARED_PROFILE } = require('./profile-reads');
@@ -26,6 +27,7 @@ const cryptoModule = () => (crypto ??= require('node:crypto'));
 const HEAP_PATH = '/debug/pprof/heap';
 const ALLOCS_PATH = '/debug/pprof/allocs';
 const PROFILES = ['heap', 'allocs'];
+const PID_HEADER = 'x-heap-labels-pid';
 
 function digest(text) {
   return cryptoModule().createHash('sha256').update(text, 'utf8').digest();
@@ -131,6 +133,8 @@ function createHeapProfileHandler(options) {
         ? { 'content-type': 'text/plain; charset=utf-8' }
         : { 'content-type': 'application/octet-stream', 'content-disposition': `attachment; filename="${profile}"` };
       headers['content-length'] = String(Buffer.byteLength(body));
+      // Which process the profile is of (a service runs as several: launcher, primary, workers).
+      headers[PID_HEADER] = String(process.pid);
       send(res, 200, req.method === 'HEAD' ? undefined : body, headers);
     } catch (err) {
       try {

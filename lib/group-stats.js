@@ -20,6 +20,11 @@ const COUNTERS = Object.freeze([
   'publishedPeakExternalBytes',
 ]);
 const WIDTH = COUNTERS.length;
+const ALLOCATED_SAMPLES = COUNTERS.indexOf('allocatedHeapSampleCount');
+const CURRENT_SAMPLES = COUNTERS.indexOf('currentHeapSampleCount');
+const ALLOCATED_EXTERNAL_COUNT = COUNTERS.indexOf('allocatedExternalCount');
+const FREED_EXTERNAL_COUNT = COUNTERS.indexOf('freedExternalCount');
+const CURRENT_EXTERNAL = COUNTERS.indexOf('currentExternalBytes');
 
 // Group 0 gathers the label sets without any groupBy key (or only empty values), group 1 the
 // overflow (a value over the byte limit, or maxGroups reached); both have no labels. A group's
@@ -56,9 +61,13 @@ function kindOf(index) {
   return index === OVERFLOW_GROUP ? 'overflow' : 'labels';
 }
 
-// { sampleInterval, peakWindowId, overflowCount, groups: [{ kind, labels, ...counters (BigInt) }] }
-// of session `session` (0: whichever runs, for the metrics adapters, which never advance the peak
-// window: that is the session owner's), or undefined when it has no groupBy.
+// { sampleInterval, peakWindowId (BigInt), overflowCount (BigInt), groups: [{ kind, isUnknown,
+// isOverflow, labels, ...counters (BigInt) }] } of session `session` (0: whichever runs, for the
+// metrics adapters, which never advance the peak window: that is the session owner's), or undefined
+// when it has no groupBy. The proposal's shapes: boolean isUnknown/isOverflow, BigInt window id and
+// overflow count. A projection's group is listed once something has been charged to it in this
+// session (a sample, a block, or live bytes it held at the start): label sets merely alive from
+// before (a superseded session's) are not listed. The unknown and overflow groups always are.
 function readHeapStats(session, advancePeakWindow) {
   let read = native.groupStats(session, advancePeakWindow, rows);
   if (read === null || read === undefined) return undefined;
@@ -68,19 +77,33 @@ function readHeapStats(session, advancePeakWindow) {
     if (read.rowsNeeded > 0) throw new Error('heap-labels: getHeapStats: the groups kept growing during the read');
   }
   const labels = labelsOf(read.session, read.groups);
-  const groups = new Array(read.groups);
+  const groups = [];
   for (let g = 0; g < read.groups; g++) {
-    const group = { kind: kindOf(g), labels: labels[g] };
     const base = g * WIDTH;
+    if (g > OVERFLOW_GROUP && !charged(base)) continue;
+    const kind = kindOf(g);
+    const group = { kind, isUnknown: g === UNKNOWN_GROUP, isOverflow: g === OVERFLOW_GROUP, labels: labels[g] };
     for (let c = 0; c < WIDTH; c++) group[COUNTERS[c]] = rows[base + c];
-    groups[g] = group;
+    groups.push(group);
   }
   return {
     sampleInterval: read.sampleInterval,
-    peakWindowId: read.peakWindowId,
-    overflowCount: read.overflowCount,
+    peakWindowId: BigInt(read.peakWindowId),
+    overflowCount: BigInt(read.overflowCount),
     groups,
   };
+}
+
+// Whether the group whose row starts at `base` has anything counted in this session: a sample
+// taken, a block allocated, or bytes held (seeded at the start or still live).
+function charged(base) {
+  return (
+    rows[base + ALLOCATED_SAMPLES] !== 0n ||
+    rows[base + CURRENT_SAMPLES] !== 0n ||
+    rows[base + ALLOCATED_EXTERNAL_COUNT] !== 0n ||
+    rows[base + CURRENT_EXTERNAL] !== 0n ||
+    rows[base + FREED_EXTERNAL_COUNT] !== 0n
+  );
 }
 
 // The group counters of the running session, if it groups (what the metrics adapters publish).

@@ -100,9 +100,9 @@ export interface HeapGroup {
 export interface HeapStats {
   sampleInterval: number;
   /** Windows closed by `advancePeakWindow: true` reads. */
-  peakWindowId: number;
+  peakWindowId: bigint;
   /** Label sets put in the overflow group by this session's grouping. */
-  overflowCount: number;
+  overflowCount: bigint;
   groups: HeapGroup[];
 }
 
@@ -304,6 +304,13 @@ export interface AgentOptions {
    * unknown_service:<executable>. HEAP_LABELS_SERVICE_NAME.
    */
   serviceName?: string | null;
+  /**
+   * Automatic route labels, default on: every request of express 4-5, fastify 4-5, koa 2-3 with
+   * @koa/router (and NestJS on express or fastify) labeled `route` by its route template, other
+   * node:http/https/http2 servers' by method and normalised path ('GET /users/:int'), with no
+   * change to the app. HEAP_LABELS_ROUTES (on/off).
+   */
+  routes?: boolean;
 }
 
 /** Options after validation: defaults filled in, `dir` absolute, `http` parsed. */
@@ -329,6 +336,7 @@ export interface ResolvedAgentOptions {
   pushTimeout: number;
   pushQueue: number;
   serviceName: string | null;
+  routes: boolean;
 }
 
 /** What the agent's pusher has done since it started (`Agent.pushStats()`). */
@@ -339,8 +347,10 @@ export interface PushStats {
   sent: number;
   /** Attempts that failed and will be retried (network errors, timeouts, 429/502/503/504). */
   failedAttempts: number;
-  /** Profiles dropped because the queue was full (the oldest go first). */
+  /** Profiles dropped, for any of the reasons in `dropReasons` (collected = sent + dropped + queued). */
   dropped: number;
+  /** Why: the queue was full (oldest waiting first), the collector refused it (non-retryable answer or a redirect), `agent.stop()` with it queued, the process exited first. */
+  dropReasons: { queueFull: number; rejected: number; stopped: number; exit: number };
   /** Profiles the collector refused with another status (not retried, as OTLP says). */
   rejected: number;
   /** Reads that failed. */

@@ -20,10 +20,12 @@ const instance = require('./instance');
 // entry takes its module from the realm's instance, so that a second copy's heap-labels/express
 // labels through the first copy's AsyncLocalStorage and the first copy's addon. heap-labels/report
 // is not one of them: it reads profiles and holds no state of the realm.
+// The integrations' modules also export what the automatic route labels (lib/instrument/) share
+// with them: their entries carry the public functions only (one object each, whichever copy asks).
 const ENTRIES = Object.freeze({
-  express: () => require('./integrations/express'),
-  fastify: () => require('./integrations/fastify'),
-  koa: () => require('./integrations/koa'),
+  express: once(() => ({ expressRouteLabels: require('./integrations/express').expressRouteLabels })),
+  fastify: once(() => ({ fastifyRouteLabels: require('./integrations/fastify').fastifyRouteLabels })),
+  koa: once(() => ({ koaRouteLabels: require('./integrations/koa').koaRouteLabels })),
   http: () => require('./integrations/http'),
   endpoint: () => require('./endpoint'),
   prometheus: () => require('./prometheus'),
@@ -31,6 +33,11 @@ const ENTRIES = Object.freeze({
   v8: () => require('./v8'),
   register: () => require('./register'),
 });
+
+function once(make) {
+  let made;
+  return () => (made ??= make());
+}
 
 module.exports = instance.shared ?? create();
 
@@ -46,7 +53,10 @@ function create() {
   const { native, addonPath } = require('./native');
   const { startAgent, currentAgent } = require('./agent');
   const { counters: labelCounters } = require('./counters');
-  const { diffProfiles } = require('./report/diff');
+  // The report's modules (and node:zlib with them) load on the first diff, not with the library.
+  function diffProfiles(base, current, options) {
+    return require('./report/diff').diffProfiles(base, current, options);
+  }
 
   // Bookkeeping of this isolate, for watching label cardinality: label sets still referenced (by a
   // label holder, a live sample or live external bytes), holders alive and, of those, the ones on

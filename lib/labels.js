@@ -319,6 +319,8 @@ function labelsOfSets(ids, generations, count, fetchPairs) {
 }
 
 module.exports = {
+  isReservedKey,
+  reservedReason,
   MAX_LABELS,
   MAX_KEY_BYTES,
   MAX_VALUE_BYTES,

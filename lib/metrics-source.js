@@ -51,14 +51,12 @@ const GROUP_METRICS = Object.freeze([
   ['group_published_peak_external_bytes', 'Highest external bytes of the group in the last closed peak window', 'By', 'gauge', (g) => g.publishedPeakExternalBytes],
 ]);
 
-// A group's metric labels: its projection; the unknown and overflow groups (no labels) say which
-// they are under `heap_labels_group`.
-const KIND_LABELS = Object.freeze({
-  unknown: Object.freeze({ heap_labels_group: 'unknown' }),
-  overflow: Object.freeze({ heap_labels_group: 'overflow' }),
-});
-function groupMetricLabels(group) {
-  return group.kind === 'labels' ? group.labels : KIND_LABELS[group.kind];
+// A group's metric labels: its projection, or for the unknown and overflow groups (no labels) the
+// adapter's own marker, `kindLabels[group.kind]`. Each adapter picks a marker no projection can be:
+// Prometheus escapes a user key equal to its marker name (lib/prometheus.js), OpenTelemetry uses a
+// key under the reserved `heap_labels.` prefix, which no label key may have.
+function groupMetricLabels(group, kindLabels) {
+  return group.kind === 'labels' ? group.labels : kindLabels[group.kind];
 }
 
 module.exports = { sharedCounters, sharedGroupStats, GAUGES, GROUP_METRICS, groupMetricLabels };

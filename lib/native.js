@@ -7,21 +7,29 @@
 //   build/prebuilds/  a build of this tree: `npm run build` in a checkout, or the source build that
 //                     `npm install` makes where the package carries no prebuild for the runtime;
 //   prebuilds/        the prebuilt addons the npm package carries (`npm run prebuilds`).
-// HEAP_LABELS_PREBUILD=<dir> (node-gyp-build's override) stands for the package's directory in the
-// second search (<dir>/prebuilds/ instead of prebuilds/).
+// HEAP_LABELS_PREBUILD=<dir> (node-gyp-build's override) replaces both: only <dir>/prebuilds/ is
+// searched, <dir> taken relative to the working directory.
+//
+// The file found is checked before it is loaded (lib/addon-file.js): a damaged one would kill the
+// process in dlopen(). Every failure is one Error whose message is one line starting `heap-labels:`.
 
 const fs = require('node:fs');
 const path = require('node:path');
 const nodeGypBuild = require('node-gyp-build');
 const { describeLines } = require('./supported-lines');
+const { addonFileProblem } = require('./addon-file');
 
 const root = path.join(__dirname, '..');
-const SEARCH = [path.join(root, 'build'), root];
+const OVERRIDE = 'HEAP_LABELS_PREBUILD';
+const override = process.env[OVERRIDE] ? path.resolve(process.env[OVERRIDE]) : undefined;
+const SEARCH = override === undefined ? [path.join(root, 'build'), root] : [override];
 
 function resolveAddon() {
   for (const dir of SEARCH) {
     try {
-      return nodeGypBuild.resolve(dir);
+      // Absolute: node-gyp-build joins the override's text as it is when <dir> is itself a copy
+      // of this package, and require() would take a relative result for a module name.
+      return path.resolve(nodeGypBuild.resolve(dir));
     } catch {
       // node-gyp-build throws when the directory has no match: try the next one.
     }
@@ -53,15 +61,39 @@ function missingAddonError() {
   const carried = abis.length
     ? `The package carries prebuilt addons for ${platformArch} ABIs ${abis.join(', ')} (${describeLines()}).`
     : `The package carries no prebuilt addon for ${platformArch}.`;
+  const searched = override === undefined ? '' : ` ${OVERRIDE}=${override}, which replaces them, holds none for it.`;
   return new Error(
     `heap-labels: no native addon for ${target}, Node.js ABI ${process.versions.modules} ` +
-      `(Node.js ${process.version}). ${carried} Ways out: run a supported Node.js line, or build ` +
+      `(Node.js ${process.version}). ${carried}${searched} Ways out: run a supported Node.js line, or build ` +
       'the addon from source: install a Rust toolchain (https://rustup.rs) and a C++ compiler, then ' +
       'run `npm rebuild heap-labels` with this node first on PATH (in a checkout: `npm run build`).',
   );
 }
 
+// Where a damaged file came from decides how it is replaced.
+function wayToReplace(file) {
+  if (override !== undefined) return `replace it in ${OVERRIDE}=${override}`;
+  if (file.startsWith(path.join(root, 'build') + path.sep)) {
+    return 'rebuild it: `npm rebuild heap-labels` (in a checkout: `npm run build`)';
+  }
+  return 'install the package again (remove node_modules/heap-labels, then `npm install` or `npm ci`)';
+}
+
+function load(file) {
+  const problem = addonFileProblem(file);
+  if (problem !== undefined) {
+    throw new Error(`heap-labels: the native addon ${file} cannot be loaded: ${problem}. Way out: ${wayToReplace(file)}.`);
+  }
+  try {
+    return require(file);
+  } catch (err) {
+    // dlopen's error (a missing library, an undefined symbol) is one line after the file's name.
+    const reason = String(err.message).split('\n')[0].replace(`${file}: `, '');
+    throw new Error(`heap-labels: the native addon ${file} cannot be loaded: ${reason}`, { cause: err });
+  }
+}
+
 const addonPath = resolveAddon();
 if (addonPath === undefined) throw missingAddonError();
 
-module.exports = { native: require(addonPath), addonPath };
+module.exports = { native: load(addonPath), addonPath };

@@ -5,7 +5,7 @@
 // behaves the same on every runtime. Node.js' own helpers are internal; this is the small part of
 // them that the API needs.
 
-const { inspect } = require('node:util');
+const { inspect, types } = require('node:util');
 
 function withCode(error, code) {
   Object.defineProperty(error, 'code', { value: code, enumerable: true, writable: true, configurable: true });
@@ -15,6 +15,8 @@ function withCode(error, code) {
 // How Node.js describes a received value ("Received type string ('x')", "Received null", ...).
 function received(value) {
   if (value === null || value === undefined) return `Received ${value}`;
+  // Describing a Proxy would run its traps (getPrototypeOf, get): name it without touching it.
+  if (types.isProxy(value)) return `Received a Proxy (${typeof value})`;
   if (typeof value === 'function') return `Received function ${value.name || '<anonymous>'}`;
   if (typeof value === 'object') {
     const name = Object.getPrototypeOf(value)?.constructor?.name;

@@ -15,6 +15,13 @@ const { sharedCounters, sharedGroupStats, GAUGES, GROUP_METRICS, groupMetricLabe
 // observable gauges, and observable counters for what is counted since the session started; one
 // point per group); `sets: false` leaves the per-set gauges out. Returns a function that removes
 // the callback again.
+// The attributes of the unknown and overflow groups: under the reserved `heap_labels.` prefix, which
+// no label key (hence no group's projection) may have.
+const KIND_ATTRIBUTES = Object.freeze({
+  unknown: Object.freeze({ 'heap_labels.group': 'unknown' }),
+  overflow: Object.freeze({ 'heap_labels.group': 'overflow' }),
+});
+
 function registerOpenTelemetry(meter, { prefix = 'heap_labels.', sets = true, groups = false } = {}) {
   if (meter === null || typeof meter !== 'object' || typeof meter.createObservableGauge !== 'function' ||
       typeof meter.addBatchObservableCallback !== 'function') {
@@ -52,7 +59,7 @@ function registerOpenTelemetry(meter, { prefix = 'heap_labels.', sets = true, gr
     }
     if (groupInstruments.length > 0) {
       for (const group of readGroups()) {
-        const attributes = groupMetricLabels(group);
+        const attributes = groupMetricLabels(group, KIND_ATTRIBUTES);
         for (const { instrument, value } of groupInstruments) result.observe(instrument, Number(value(group)), attributes);
       }
     }

@@ -2,7 +2,7 @@
 // Heap profile sessions and the AllocationProfile view of one read.
 
 const { native } = require('./native');
-const { internPairs, labelsOfSets } = require('./labels');
+const { internPairs, labelsOfSets, isReservedKey, reservedReason } = require('./labels');
 const { RULES, DEFAULTS } = require('./session-options');
 const { otlpOptions } = require('./otlp');
 const { coded } = require('./node-errors');
@@ -57,6 +57,9 @@ function checkGroupBy(name, groupBy, rule) {
     if (Buffer.byteLength(key, 'utf8') > rule.maxKeyBytes) {
       throw invalid(`keys must be at most ${rule.maxKeyBytes} bytes of UTF-8 (${JSON.stringify(key.slice(0, 40))}... is longer)`);
     }
+    // A key no label can have would make a group that nothing is ever charged to.
+    if (!key.isWellFormed()) throw invalid(`keys must be well-formed Unicode (${JSON.stringify(key.slice(0, 40))} is not)`);
+    if (isReservedKey(key)) throw invalid(`has the key ${JSON.stringify(key)}, which no label can have: ${reservedReason(key)}`);
     if (seen.has(key)) throw invalid(`has the key ${JSON.stringify(key)} twice`);
     seen.add(key);
   }
@@ -82,6 +85,12 @@ function validateOptions(options) {
         'ERR_INVALID_ARG_VALUE',
       );
     }
+  }
+  if (options.maxGroups !== undefined && options.groupBy === undefined) {
+    throw coded(
+      new TypeError('heap-labels: startHeapProfile: option maxGroups requires groupBy (it caps the groups of a groupBy session)'),
+      'ERR_INVALID_ARG_VALUE',
+    );
   }
   const checked = {};
   for (const [name, rule] of Object.entries(RULES)) {

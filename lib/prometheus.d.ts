@@ -12,7 +12,7 @@ export interface PrometheusRegistry {
  * `<prefix>external_peak_bytes` (default prefix `heap_labels_`) with the label sets as metric labels
  * (`sets`, default true); with `groups: true` also the group counters of a session started with
  * `groupBy` (`<prefix>group_*`, counters with `_total`; the group's projection as labels,
- * `heap_labels_group="unknown"|"overflow"` for the first two). Returns a function that removes them.
+ * `heap_labels_group="unknown"|"overflow"` for the first two; a label key `heap_labels_group` is escaped). Returns a function that removes them.
  */
 export function registerPrometheus(
   registry: PrometheusRegistry,

@@ -16,11 +16,19 @@
 // ("values" escaping): "U__", then each character: '_' as "__", letters and digits as they are,
 // anything else as "_<hex code point>_". So 'user.id' -> U__user_2e_id, 'é' -> U___e9_,
 // '__name__' -> U______name____, and an escaped name decodes back to its key. Escaped names
-// start with "U__", names kept as they are never do: no two keys share a name.
+// start with "U__", names kept as they are never do: no two keys share a name. The key
+// "heap_labels_group" is escaped too (U__heap__labels__group): that name is this module's marker of
+// the unknown and overflow groups (`groups: true`), so no projection's series can be one of theirs.
 
 const { sharedCounters, sharedGroupStats, GAUGES, GROUP_METRICS, groupMetricLabels } = require('./metrics-source');
 
 const VALID_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const GROUP_MARKER = 'heap_labels_group';
+// The series labels of the unknown and overflow groups (already Prometheus label objects).
+const KIND_SERIES = Object.freeze({
+  unknown: Object.freeze({ [GROUP_MARKER]: 'unknown' }),
+  overflow: Object.freeze({ [GROUP_MARKER]: 'overflow' }),
+});
 
 function escapedName(key) {
   let out = 'U__';
@@ -36,7 +44,8 @@ function escapedName(key) {
 function labelName(key) {
   let name = escapedNames.get(key);
   if (name === undefined) {
-    name = VALID_NAME.test(key) && !key.startsWith('__') && !key.startsWith('U__') ? key : escapedName(key);
+    const kept = VALID_NAME.test(key) && !key.startsWith('__') && !key.startsWith('U__') && key !== GROUP_MARKER;
+    name = kept ? key : escapedName(key);
     if (escapedNames.size < 10000) escapedNames.set(key, name);
   }
   return name;
@@ -97,7 +106,10 @@ function registerPrometheus(registry, { prefix = 'heap_labels_', sets = true, gr
     for (const [suffix, help, , kind, value] of GROUP_METRICS) {
       const name = kind === 'counter' ? `${prefix}${suffix}_total` : `${prefix}${suffix}`;
       register(name, help, kind, () =>
-        read().map((g) => ({ labels: labelsFor(groupMetricLabels(g)), value: Number(value(g)) })),
+        read().map((g) => ({
+          labels: g.kind === 'labels' ? labelsFor(groupMetricLabels(g)) : KIND_SERIES[g.kind],
+          value: Number(value(g)),
+        })),
       );
     }
   }

@@ -11,10 +11,21 @@
 // sending is retried with exponential backoff; OTLP's retryable answers (429, 502, 503, 504, and
 // network errors and timeouts) are retried, other answers drop that profile (counted as
 // rejected), as the OTLP specification says. A line goes to stderr when pushing starts failing
-// and when it recovers, not for every attempt.
+// (or the collector starts refusing) and when it recovers, not for every attempt or profile.
+//
+// Every profile read ends as exactly one of: sent, or dropped with a reason (`dropReasons`: the
+// queue was full, the collector refused it, the agent stopped with it queued, or the process
+// exited before it went out); until then it is queued. Redirects (3xx) are refusals: a redirect
+// would carry the OTLP headers (credentials) to wherever the collector points, so the endpoint must
+// be the final URL; the first one says so on stderr. An explicit flush (agent.push(), the exit
+// flush) keeps the process alive until it is done or its time is up, so `await push()` as the last
+// thing a process does settles.
 
 const http = require('node:http');
-const https = require('node:https');
+// node:https loads node:tls and initialises OpenSSL: only a push to an https collector needs it, so
+// it is loaded then, never at require('heap-labels') or the preload's start.
+let httpsModule;
+const https = () => (httpsModule ??= require('node:https'));
 
 const RETRYABLE = new Set([429, 502, 503, 504]);
 // Response bodies are read (so that the connection can be reused) but never kept beyond this.
@@ -38,6 +49,8 @@ class OtlpPusher {
   #failures = 0; // consecutive failed attempts
   #stopped = false;
   #stats = { collected: 0, sent: 0, failedAttempts: 0, dropped: 0, rejected: 0, readErrors: 0, bytesSent: 0 };
+  #dropReasons = { queueFull: 0, rejected: 0, stopped: 0, exit: 0 };
+  #refusing = false; // the last answer was a refusal (logged once until a success)
   #lastError;
   #lastSuccess;
 
@@ -49,7 +62,7 @@ class OtlpPusher {
     this.#queueSize = queueSize;
     this.#read = read;
     this.#log = log;
-    const Agent = this.#url.protocol === 'https:' ? https.Agent : http.Agent;
+    const Agent = this.#url.protocol === 'https:' ? https().Agent : http.Agent;
     this.#agent = new Agent({ keepAlive: true, maxSockets: 1 });
   }
 
@@ -65,6 +78,7 @@ class OtlpPusher {
   stats() {
     return {
       ...this.#stats,
+      dropReasons: { ...this.#dropReasons },
       queued: this.#queue.length,
       consecutiveFailures: this.#failures,
       lastError: this.#lastError,
@@ -73,7 +87,8 @@ class OtlpPusher {
   }
 
   // Reads a window now and queues its profile; resolves to what the read returned ({ otlp,
-  // pprof? }) once it is queued (not sent), or undefined when the read failed. Never rejects.
+  // pprof? }) and `entry`, whose `outcome` becomes 'sent' or the reason it was dropped, once it is
+  // queued (not sent), or undefined when the read failed. Never rejects.
   // One read at a time: a call during another's read waits for it, then reads its own window.
   async collect({ pprof = false } = {}) {
     while (this.#collecting) await this.#collecting;
@@ -83,13 +98,16 @@ class OtlpPusher {
         const window = await this.#read({ pprof });
         if (this.#stopped) return window;
         this.#stats.collected++;
-        this.#queue.push(window.otlp);
+        // What becomes of this profile: 'sent' or the reason it was dropped (push() reports it).
+        const entry = { body: window.otlp, outcome: undefined };
+        this.#queue.push(entry);
+        // The oldest waiting profile goes, never the one in flight (it ends as sent or refused).
         while (this.#queue.length > this.#queueSize) {
-          this.#queue.shift();
-          this.#stats.dropped++;
+          const [dropped] = this.#queue.splice(this.#sending ? 1 : 0, 1);
+          this.#drop('queueFull', dropped);
         }
         this.#drain();
-        return window;
+        return { ...window, entry };
       } catch (err) {
         this.#stats.readErrors++;
         this.#lastError = `read: ${err.message}`;
@@ -108,6 +126,7 @@ class OtlpPusher {
   // Resolves to whether the queue emptied within `timeoutMs` (agent.push()). A backoff in
   // progress is cut short once, so that what was just collected goes out now; later retries keep
   // their backoff (a collector that is down is not hammered).
+  // The wait is ref'd: it keeps the process alive until the queue is out or the time is up.
   async flush(timeoutMs = this.#timeoutMs) {
     const deadline = Date.now() + timeoutMs;
     if (this.#retryTimer && !this.#sending) {
@@ -116,31 +135,47 @@ class OtlpPusher {
       this.#drain();
     }
     while ((this.#queue.length > 0 || this.#sending || this.#collecting) && Date.now() < deadline && !this.#stopped) {
-      await new Promise((resolve) => setTimeout(resolve, 10).unref());
+      await new Promise((resolve) => setTimeout(resolve, 10));
     }
     return this.#queue.length === 0;
   }
 
-  stop() {
+  // Stops pushing; what is still queued is counted dropped (`reason`: 'stopped', or 'exit' when
+  // the process ends) and returned.
+  stop(reason = 'stopped') {
+    if (this.#stopped) return 0;
     this.#stopped = true;
     clearInterval(this.#timer);
     clearTimeout(this.#retryTimer);
     this.#sending?.destroy();
     this.#agent.destroy();
+    const lost = this.#queue.length;
+    for (const entry of this.#queue) this.#drop(reason, entry);
     this.#queue = [];
+    return lost;
+  }
+
+  #drop(reason, entry) {
+    this.#stats.dropped++;
+    this.#dropReasons[reason]++;
+    entry.outcome = reason;
   }
 
   // Sends the queue's head unless a request is in flight or a retry is scheduled.
   #drain() {
     if (this.#stopped || this.#sending || this.#retryTimer || this.#queue.length === 0) return;
-    const body = this.#queue[0];
-    this.#send(body, (outcome) => {
+    const entry = this.#queue[0];
+    this.#send(entry.body, (outcome) => {
       this.#sending = undefined;
       if (this.#stopped) return;
       if (outcome.ok || !outcome.retryable) {
-        if (this.#queue[0] === body) this.#queue.shift();
-        if (outcome.ok) this.#succeeded(body.length);
-        else this.#rejected(outcome);
+        if (this.#queue[0] === entry) this.#queue.shift();
+        if (outcome.ok) {
+          entry.outcome = 'sent';
+          this.#succeeded(entry.body.length);
+        } else {
+          this.#rejected(outcome, entry);
+        }
         this.#drain();
         return;
       }
@@ -152,16 +187,21 @@ class OtlpPusher {
     this.#stats.sent++;
     this.#stats.bytesSent += bytes;
     this.#lastSuccess = new Date().toISOString();
-    if (this.#failures > 0) {
+    if (this.#failures > 0 || this.#refusing) {
       this.#log(`push: the collector takes profiles again (${this.#failures} failed attempts; ${this.#stats.dropped} profiles dropped so far)`);
     }
     this.#failures = 0;
+    this.#refusing = false;
   }
 
-  #rejected(outcome) {
+  #rejected(outcome, entry) {
     this.#stats.rejected++;
+    this.#drop('rejected', entry);
     this.#lastError = outcome.error;
-    this.#log(`push: the collector rejected a profile (${outcome.error}); it is dropped`);
+    if (this.#refusing) return;
+    this.#refusing = true;
+    const redirect = outcome.redirect ? `; a redirect is not followed (it would carry the OTLP headers elsewhere): set the endpoint to the final URL${outcome.location ? ` (${outcome.location})` : ''}` : '';
+    this.#log(`push: the collector refuses profiles (${outcome.error}); they are dropped until it takes one again${redirect}`);
   }
 
   #failed(outcome) {
@@ -189,7 +229,7 @@ class OtlpPusher {
       finished = true;
       done(outcome);
     };
-    const transport = this.#url.protocol === 'https:' ? https : http;
+    const transport = this.#url.protocol === 'https:' ? https() : http;
     let req;
     try {
       req = transport.request(this.#url, {
@@ -231,11 +271,14 @@ class OtlpPusher {
           return;
         }
         const retryAfter = Number(res.headers['retry-after']);
+        const redirect = status >= 300 && status < 400;
         finish({
           ok: false,
           retryable: RETRYABLE.has(status),
           error: `HTTP ${status}`,
           retryAfterMs: Number.isFinite(retryAfter) && retryAfter >= 0 ? retryAfter * 1000 : undefined,
+          redirect,
+          location: redirect ? originOf(res.headers.location, this.#url) : undefined,
         });
       };
       res.on('end', settle);
@@ -243,6 +286,17 @@ class OtlpPusher {
       res.on('error', () => {});
     });
     req.end(body);
+  }
+}
+
+// The origin and path of a redirect's Location (never its credentials or query), or undefined.
+function originOf(location, base) {
+  if (typeof location !== 'string') return undefined;
+  try {
+    const url = new URL(location, base);
+    return `${url.origin}${url.pathname}`.slice(0, 200);
+  } catch {
+    return undefined;
   }
 }
 

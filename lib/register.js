@@ -1,21 +1,27 @@
 'use strict';
 // Preload: `node -r heap-labels/register app.js` or `node --import heap-labels/register app.mjs`.
 // Starts the production agent from the HEAP_LABELS_* environment variables (lib/config.js) in the
-// main thread. It never takes the app down: a bad value, a missing addon or a busy profiler is
+// main thread of the process that serves the app, not in a launcher (lib/process-model.js). It
+// never takes the app down: a bad value, a missing addon or a busy profiler is
 // reported once on stderr and the app runs unprofiled.
 
 const { isMainThread } = require('node:worker_threads');
+const { report, reportNotProfiling } = require('./preload-report');
 
 const STARTED = Symbol.for('heap-labels.register');
-
-function report(message) {
-  process.stderr.write(`heap-labels: ${message}\n`);
-}
 
 function register() {
   // Signals and the HTTP port belong to the process: workers (which inherit -r) start nothing.
   if (!isMainThread || globalThis[STARTED]) return;
   globalThis[STARTED] = true;
+  // npm, npx, yarn, pnpm, corepack and pm2 run the app in another process, which serves it and
+  // is profiled: the launcher installs nothing (lib/process-model.js).
+  const processModel = require('./process-model');
+  const launcher = processModel.launcherOf();
+  if (launcher !== undefined) {
+    report(`${launcher} (pid ${process.pid}) is a launcher: not profiled, the process it starts is`);
+    return;
+  }
   let options;
   let lib;
   const notes = [];
@@ -24,8 +30,7 @@ function register() {
     options = fromEnv(process.env, notes);
     lib = { ...require('./agent'), ...require('./capabilities') };
   } catch (err) {
-    const problems = err.problems ? err.problems.join('\n  ') : err.message;
-    report(`not profiling, the app runs without heap profiling:\n  ${problems}`);
+    reportNotProfiling(err);
     return;
   }
   for (const note of notes) report(note);
@@ -33,7 +38,7 @@ function register() {
   try {
     caps = lib.capabilities();
   } catch (err) {
-    report(`not profiling, the app runs without heap profiling: ${err.message}`);
+    reportNotProfiling(err);
     return;
   }
   lib.startValidated(options).then(
@@ -41,9 +46,12 @@ function register() {
       if (!caps.sampleLabels) {
         report(`profiles carry no labels on this runtime (${caps.reasons[0] ?? 'sampleLabels unavailable'})`);
       }
-      if (agent.address) report(`serving heap profiles at ${agent.address.url}`);
+      if (agent.address) {
+        const worker = processModel.workerOf();
+        report(`${worker === undefined ? '' : `${worker} (pid ${process.pid}): `}serving heap profiles at ${agent.address.url}`);
+      }
     },
-    (err) => report(`not profiling, the app runs without heap profiling: ${err.message}`),
+    (err) => reportNotProfiling(err),
   );
 }
 

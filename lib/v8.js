@@ -9,13 +9,14 @@
 //
 // `require('heap-labels/v8')` on any runtime (lib/entries/v8.js: the realm's instance's copy of this
 // module); on the patched runtime `require('node:v8')` forwards to it (tools/patched-node/
-// node-patches/0002). It is a view over the modules behind heap-labels' public API (this module is
+// node-patches/<line>/). It is a view over the modules behind heap-labels' public API (this module is
 // reached only through the realm's instance, so these are the instance's own): the same labels, label
 // sets and session, so code mixing it with `require('heap-labels')` sees one profiler. It adds only what the proposal's
 // shapes need: Node.js error codes (lib/node-errors.js), the profile as plain objects, `stop()`'s
 // JSON text, the missing-AsyncContextFrame warning.
 
 const { startupSnapshot } = require('node:v8');
+const { types } = require('node:util');
 const context = require('./context');
 const { capabilities } = require('./capabilities');
 const { startHeapProfile: startSession } = require('./profile');
@@ -37,8 +38,9 @@ const checked = new WeakSet();
 // TypeError, ERR_OUT_OF_RANGE for a RangeError.
 function checkLabels(labels) {
   if (checked.has(labels)) return;
-  if (labels === null || typeof labels !== 'object' || Array.isArray(labels)) {
-    throw errors.invalidArgType('labels', 'of type object', labels);
+  // A Proxy is refused before any of its traps runs (heap-labels refuses it too).
+  if (labels === null || typeof labels !== 'object' || Array.isArray(labels) || types.isProxy(labels)) {
+    throw errors.invalidArgType('labels', 'of type object (a plain object, not a Proxy)', labels);
   }
   for (const key of Object.keys(labels)) {
     const descriptor = Object.getOwnPropertyDescriptor(labels, key);
@@ -49,10 +51,21 @@ function checkLabels(labels) {
   if (Object.isFrozen(labels)) checked.add(labels);
 }
 
+// Only heap-labels' own label errors get Node.js' codes; anything else that escapes the label code
+// (a stack overflow in deeply nested calls is a RangeError too) passes unchanged, on every runtime.
 function codedLabelError(error) {
+  if (!isOwnLabelError(error)) return error;
   if (error instanceof RangeError) return errors.coded(error, 'ERR_OUT_OF_RANGE');
   if (error instanceof TypeError) return errors.coded(error, 'ERR_INVALID_ARG_VALUE');
   return error;
+}
+
+function isOwnLabelError(error) {
+  return (
+    (error instanceof RangeError || error instanceof TypeError) &&
+    typeof error.message === 'string' &&
+    error.message.startsWith('heap-labels: ')
+  );
 }
 
 function withHeapProfileLabels(labels, fn) {

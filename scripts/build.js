@@ -11,8 +11,9 @@
 // node >= 20. Options: --debug builds the dev profile; --out <dir>; --strip drops the symbol table
 // (the package's prebuilds).
 //
-// Each ABI builds in its own cargo target directory (target/node-abi<N>, unless CARGO_TARGET_DIR is
-// set), so switching runtimes reuses each one's build. Paths of the building machine are mapped to
+// Each ABI builds in its own cargo target directory (target/node-abi<N>, or node-abi<N> under
+// $HEAP_LABELS_TARGET_BASE, which the test run sets to a directory in its cache; unless
+// CARGO_TARGET_DIR is set), so switching runtimes reuses each one's build. Paths of the building machine are mapped to
 // fixed names (rustc's --remap-path-prefix, the compilers' -ffile-prefix-map): the file does not
 // depend on where the tree or the cargo registry lie.
 'use strict';
@@ -68,6 +69,7 @@ function checkSupported(include) {
 }
 
 function targetDir(abi) {
+  if (process.env.HEAP_LABELS_TARGET_BASE) return path.join(path.resolve(root, process.env.HEAP_LABELS_TARGET_BASE), `node-abi${abi}`);
   return process.env.CARGO_TARGET_DIR
     ? path.resolve(root, process.env.CARGO_TARGET_DIR)
     : path.join(root, 'target', `node-abi${abi}`);

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // npm's install hook of the package. It never fails the install:
 //   - a prebuilt addon (prebuilds/) or an earlier source build (build/prebuilds/) matches this
-//     runtime: nothing to do;
+//     runtime and is whole (lib/addon-file.js): nothing to do; a damaged one counts as none, so that
+//     `npm rebuild heap-labels` replaces it when cargo is there;
 //   - none matches and cargo is on PATH: build the addon from the package's sources
 //     (scripts/build.js, into build/prebuilds/); a failed build is reported, not fatal;
 //   - none matches and there is no cargo: say so. require() then fails with the message that names
@@ -18,12 +19,18 @@ const say = (message) => console.error(`heap-labels install: ${message}`);
 
 function matchingAddon() {
   const nodeGypBuild = require('node-gyp-build');
+  const { addonFileProblem } = require('../lib/addon-file');
   for (const dir of [path.join(root, 'build'), root]) {
+    let file;
     try {
-      return nodeGypBuild.resolve(dir);
+      file = nodeGypBuild.resolve(dir);
     } catch {
-      // no match in this directory
+      continue; // no match in this directory
     }
+    const problem = addonFileProblem(file);
+    if (problem === undefined) return file;
+    say(`the addon ${file} is damaged: ${problem}`);
+    return undefined;
   }
   return undefined;
 }

@@ -4,11 +4,10 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');
 const { spawnSync } = require('node:child_process');
-const { libPath, expectedAsyncContextFrame, root } = require('./helpers');
+const { libPath, expectedAsyncContextFrame, root, installPackageCopy } = require('./helpers');
 const hl = require(libPath);
 const { supportedLines, describeLines } = require(path.join(root, 'lib', 'supported-lines'));
 
@@ -61,7 +60,7 @@ test('on a stock runtime sampleLabels and externalBytes are false, with the reas
   assert.ok(sampleLabels.includes(process.versions.v8), sampleLabels);
   assert.ok(externalBytes.includes('unlabeled total'), externalBytes);
   for (const reason of [sampleLabels, externalBytes]) {
-    assert.ok(reason.includes('tools/patched-node/build.sh'), reason);
+    assert.ok(reason.includes('node-v<version>-labels-linux-x64.tar.xz'), reason);
     for (const { node, v8 } of recipeLines()) assert.ok(reason.includes(`${node} (V8 ${v8})`), reason);
   }
 });
@@ -108,16 +107,10 @@ test('the ESM entry exposes the same single instance', async () => {
 });
 
 test('without an addon for this runtime, loading fails with platform, ABI and the way out', (t) => {
-  // A copy of the package's JS with no build/ and no prebuilds/ (its dependencies linked in).
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-noaddon-'));
-  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-  fs.cpSync(path.join(root, 'lib'), path.join(dir, 'lib'), { recursive: true });
-  fs.copyFileSync(path.join(root, 'package.json'), path.join(dir, 'package.json'));
-  fs.mkdirSync(path.join(dir, 'tools', 'patched-node'), { recursive: true });
-  fs.copyFileSync(path.join(root, 'tools', 'patched-node', 'versions.env'), path.join(dir, 'tools', 'patched-node', 'versions.env'));
-  fs.symlinkSync(path.join(root, 'node_modules'), path.join(dir, 'node_modules'));
+  // A copy of the package with no build/ and no prebuilds/.
+  const { pkg } = installPackageCopy(t);
   const result = spawnSync(process.execPath, ['-e', `
-    try { require(${JSON.stringify(path.join(dir, 'lib', 'index.js'))}); console.log('loaded'); }
+    try { require(${JSON.stringify(path.join(pkg, 'lib', 'index.js'))}); console.log('loaded'); }
     catch (err) { console.log(err.message); }
   `], { encoding: 'utf8' });
   assert.equal(result.status, 0, result.stderr);
@@ -127,4 +120,59 @@ test('without an addon for this runtime, loading fails with platform, ABI and th
   assert.match(result.stdout, /npm rebuild heap-labels/);
   assert.match(result.stdout, /npm run build/);
   assert.match(result.stdout, /https:\/\/rustup\.rs/);
+});
+
+// The npm package carries no recipe (tools/patched-node/build.sh): its users are pointed to the
+// labeled runtime's release and the README that the package carries; a checkout also to the recipe.
+test('27.10: without the patched API, the way out names what an npm install can use: the release, not the recipe it lacks', (t) => {
+  const caps = hl.capabilities();
+  if (caps.reasons.every((r) => !r.includes('v8_sample_labels_api_version not found'))) {
+    t.skip('patched runtime: sampleLabels and externalBytes have no way out to name');
+    return;
+  }
+  const { dir } = installPackageCopy(t, fs.readFileSync(hl.stats().addon));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('HEAP_LABELS_')));
+  const installed = spawnSync(process.execPath, ['-e', "console.log(JSON.stringify(require('heap-labels').capabilities().reasons))"], {
+    cwd: dir, encoding: 'utf8', env,
+  });
+  assert.equal(installed.status, 0, installed.stderr);
+  const reasons = JSON.parse(installed.stdout);
+  // The preload's start line quotes the first reason.
+  const preload = spawnSync(process.execPath, ['-r', 'heap-labels/register', '-e', ''], {
+    cwd: dir, encoding: 'utf8', env: { ...env, HEAP_LABELS_SIGNAL: 'off', HEAP_LABELS_NEAR_HEAP_LIMIT: '0' },
+  });
+  assert.equal(preload.status, 0, preload.stderr);
+  const startLine = preload.stderr.split('\n').find((l) => l.includes('profiles carry no labels'));
+  assert.ok(startLine, preload.stderr);
+  const checkout = caps.reasons;
+  for (const name of ['sampleLabels', 'externalBytes']) {
+    const fromPackage = reasons.find((r) => r.startsWith(`${name}:`));
+    const fromCheckout = checkout.find((r) => r.startsWith(`${name}:`));
+    for (const text of [fromPackage, fromCheckout]) {
+      assert.match(text, /labeled Node\.js release, node-v<version>-labels-linux-x64\.tar\.xz/);
+      assert.match(text, /README of heap-labels, "Install"/);
+    }
+    assert.doesNotMatch(fromPackage, /build\.sh/, 'the package has no recipe');
+    assert.match(fromCheckout, /this checkout builds one: tools\/patched-node\/build\.sh/);
+  }
+  assert.ok(startLine.includes(reasons[0]), startLine);
+  assert.doesNotMatch(startLine, /build\.sh/);
+});
+
+test('28.1: require(\'heap-labels\') and the preload load no node:tls, node:https or node:zlib (pushing off)', () => {
+  const { spawnSync } = require('node:child_process');
+  const path = require('node:path');
+  const root = path.join(__dirname, '..');
+  const probe = (entry) => `
+    const before = new Set(process.moduleLoadList);
+    require(${JSON.stringify(path.join(root, entry))});
+    const loaded = process.moduleLoadList.filter((m) => !before.has(m) && /^NativeModule (tls|_tls_wrap|https|zlib)$/.test(m));
+    process.stdout.write(JSON.stringify(loaded));`;
+  for (const entry of ['lib/index.js', 'lib/entries/register.js']) {
+    const env = { ...process.env };
+    for (const key of Object.keys(env)) if (key.startsWith('HEAP_LABELS_')) delete env[key];
+    const r = spawnSync(process.execPath, ['-e', probe(entry)], { encoding: 'utf8', env });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), [], `${entry} loaded them`);
+  }
 });

@@ -225,6 +225,28 @@ test('?gc=1: concurrent requests share one GC; no other GC runs within 10 s (sha
   }
 });
 
+test('27.9: beyond 128 open connections a request is answered 503 with Retry-After, not reset; service resumes', async () => {
+  const app = await startApp({});
+  const idle = [];
+  try {
+    for (let i = 0; i < 140; i++) idle.push(await connect(app.agentPort));
+    const busy = await exchange(app.agentPort, get('/debug/pprof/heap?debug=1'));
+    assert.equal(busy.status, 503, JSON.stringify(busy).slice(0, 300));
+    await app.assertAlive();
+    for (const s of idle) s.destroy();
+    idle.length = 0;
+    let served;
+    for (let i = 0; i < 50 && served?.status !== 200; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      served = await exchange(app.agentPort, get('/debug/pprof/heap?debug=1'));
+    }
+    assert.equal(served.status, 200);
+  } finally {
+    for (const s of idle) s.destroy();
+    await app.kill();
+  }
+});
+
 test('a hostile client (malformed lines, huge headers, slowloris, floods of reads and ?gc=1, many connections) neither crashes the app nor holds its loop longer than one forced read', async (t) => {
   const app = await startApp({ HEAP_LABELS_SAMPLE_INTERVAL: '512' });
   const open = [];

@@ -195,8 +195,39 @@ function goEnv(dir) {
   return env;
 }
 
+// Installs a copy of the package as npm would lay it out, at <new temporary dir>/node_modules/
+// heap-labels: lib/, package.json and the recipe's list of lines (what the package carries, no
+// build/, no recipe), its dependencies linked in, and `addon` (bytes, when given) as its prebuilt
+// addon for this runtime (at `addonInPrebuilds`). The directory goes when test `t` ends. Returns
+// { dir, pkg }: apps go in dir, which resolves `heap-labels` to the copy.
+const addonInPrebuilds = () => {
+  const { addonPath } = require(path.join(root, 'lib', 'native'));
+  return path.join('prebuilds', path.basename(path.dirname(addonPath)), path.basename(addonPath));
+};
+
+function installPackageCopy(t, addon) {
+  const fs = require('node:fs');
+  const dir = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'heap-labels-copy-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const pkg = path.join(dir, 'node_modules', 'heap-labels');
+  fs.cpSync(path.join(root, 'lib'), path.join(pkg, 'lib'), { recursive: true });
+  fs.copyFileSync(path.join(root, 'package.json'), path.join(pkg, 'package.json'));
+  const lines = path.join('tools', 'patched-node', 'versions.env');
+  fs.mkdirSync(path.dirname(path.join(pkg, lines)), { recursive: true });
+  fs.copyFileSync(path.join(root, lines), path.join(pkg, lines));
+  fs.symlinkSync(path.join(root, 'node_modules'), path.join(pkg, 'node_modules'));
+  if (addon !== undefined) {
+    const file = path.join(pkg, addonInPrebuilds());
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, addon, { mode: 0o755 });
+  }
+  return { dir, pkg };
+}
+
 module.exports = {
   root,
+  addonInPrebuilds,
+  installPackageCopy,
   goEnv,
   libPath,
   runFixture,

@@ -152,7 +152,38 @@ test('HEAP_LABELS_HTTP off loopback without HEAP_LABELS_TOKEN is refused; malfor
   r = runApp(['-r', registerCjs, path.join(fixtures, 'ops-status.js')], { HEAP_LABELS_HTTP: 'example.com:80', HEAP_LABELS_TOKEN: 'short' });
   assert.equal(r.json.agent, false);
   assert.match(r.stderr, /HEAP_LABELS_HTTP="example\.com:80": must be host:port with an IP address or localhost/);
-  assert.match(r.stderr, /HEAP_LABELS_TOKEN="short": must be 16\.\.1024 characters/);
+  assert.match(r.stderr, /HEAP_LABELS_TOKEN \(value not shown\): must be 16\.\.1024 characters/);
+});
+
+test('27.8: no stderr line shows the token or URL credentials it was given; refused values are truncated', () => {
+  const token = 'Zq9-secret-token-value!'; // invalid (the "!"), so it is echoed if anything is
+  const user = 'alice-user';
+  const password = 'pw-Hunter2-secret';
+  const long = 'x'.repeat(120_000);
+  const cases = [
+    { HEAP_LABELS_TOKEN: token, HEAP_LABELS_OTLP_ENDPOINT: `http://${user}:${password}@127.0.0.1:4318` },
+    { HEAP_LABELS_TOKEN: token.slice(0, -1), HEAP_LABELS_HTTP: '127.0.0.1:0', HEAP_LABELS_OTLP_ENDPOINT: `https://${user}:${password}@collector.invalid/` },
+    { HEAP_LABELS_SERVICE_NAME: long, HEAP_LABELS_DIR: `\u0001${long}`, HEAP_LABELS_OTLP_ENDPOINT: `ftp://${user}:${password}@host/${long}` },
+    { HEAP_LABELS_OTLP_HEADERS: `authorization=Bearer ${password}\u0001` },
+  ];
+  for (const env of cases) {
+    const r = runApp(['-r', registerCjs, path.join(fixtures, 'ops-status.js')], env);
+    assert.equal(r.status, 0, r.stderr);
+    for (const secret of [token, token.slice(0, -1), password, `${user}:`]) {
+      assert.ok(!r.stderr.includes(secret), `stderr shows ${JSON.stringify(secret)}: ${r.stderr.slice(0, 2000)}`);
+    }
+    for (const line of r.stderr.split('\n')) assert.ok(line.length < 2000, `a ${line.length}-character line`);
+  }
+  // startAgent() errors follow the same rules.
+  const r = runApp(['-e', `
+    const { startAgent } = require(${JSON.stringify(path.join(root, 'lib'))});
+    startAgent({ token: ${JSON.stringify(token)}, otlpEndpoint: 'http://${user}:${password}@h/', serviceName: 'y'.repeat(100000) })
+      .catch((e) => process.stderr.write(e.message + '\\n'));
+  `], {});
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /option token must be 16/);
+  for (const secret of [token, password, `${user}:`]) assert.ok(!r.stderr.includes(secret), r.stderr.slice(0, 2000));
+  assert.ok(r.stderr.length < 2000, `${r.stderr.length} characters`);
 });
 
 test('the preload by package name (-r and --import) starts the agent with the environment\'s options', () => {
@@ -200,9 +231,13 @@ test('the preload by package name (-r and --import) starts the agent with the en
       pushTimeout: 10,
       pushQueue: 8,
       serviceName: null,
+      routes: true,
     });
     assert.ok(fs.statSync(dir).isDirectory(), 'HEAP_LABELS_DIR is created');
-    if (labeled) assert.doesNotMatch(r.stderr, /heap-labels:/, r.stderr);
+    // Besides the automatic route labels' start line (tests/zero-code.test.js checks it), the
+    // preload says nothing unless profiles carry no labels.
+    const said = r.stderr.split('\n').filter((line) => /heap-labels:/.test(line) && !/labeling requests by route template/.test(line));
+    if (labeled) assert.deepEqual(said, [], r.stderr);
     else assert.match(r.stderr, /profiles carry no labels on this runtime/);
   }
 });

@@ -242,3 +242,104 @@ test('push configuration: bad values are reported without taking the app down, s
   assert.match(app.stderr, /HEAP_LABELS_OTLP_HEADERS \(value not shown\): must be at most 32 headers/);
   assert.doesNotMatch(app.stderr, /s3cret/);
 });
+
+// 27.6: the end of a process. A child started with the ESM preload and the fixture push-exit.mjs;
+// resolves to { code, signal, stdout, stderr } once it has ended.
+function runExit(mode, env, { onReady } = {}) {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [...childFlags, '--import', 'heap-labels/register', path.join(root, 'tests', 'fixtures', 'push-exit.mjs'), mode], {
+      env: { ...process.env, HEAP_LABELS_SIGNAL: 'off', HEAP_LABELS_PUSH_INTERVAL: '3600', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: root,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d) => {
+      stdout += d;
+      if (onReady && stdout.includes('ready')) {
+        onReady(child);
+        onReady = undefined;
+      }
+    });
+    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+test('27.6: `await push()` as the last thing settles; a normal exit and SIGTERM push the open window', async () => {
+  const receiver = await startReceiver();
+  after(() => receiver.close());
+  const env = { HEAP_LABELS_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}` };
+
+  const pushed = await runExit('await-push', env);
+  assert.equal(pushed.code, 0, pushed.stderr);
+  const out = JSON.parse(pushed.stdout.trim().split('\n').pop());
+  assert.equal(out.sent, true, pushed.stderr);
+  assert.equal(out.stats.sent, 1);
+  // The window read at the exit went out too.
+  assert.equal(receiver.received.length, 2, pushed.stderr);
+
+  const before = receiver.received.length;
+  const normal = await runExit('normal-exit', env);
+  assert.equal(normal.code, 0, normal.stderr);
+  assert.equal(receiver.received.length, before + 1, `a normal exit pushes the open window: ${normal.stderr}`);
+
+  const termed = await runExit('sigterm', env, { onReady: (child) => child.kill('SIGTERM') });
+  assert.equal(termed.signal, 'SIGTERM', `still ends as SIGTERM ends it: ${JSON.stringify(termed)}`);
+  assert.equal(receiver.received.length, before + 2, `SIGTERM pushes the open window: ${termed.stderr}`);
+});
+
+test('27.6: a collector that is down at exit: the flush is bounded and what was not sent is reported', async () => {
+  const receiver = await startReceiver();
+  receiver.mode = 'hang';
+  after(() => receiver.close());
+  const started = Date.now();
+  const r = await runExit('normal-exit', { HEAP_LABELS_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}`, HEAP_LABELS_PUSH_TIMEOUT: '2' });
+  assert.equal(r.code, 0, r.stderr);
+  assert.ok(Date.now() - started < 20_000, `the exit waited ${Date.now() - started} ms`);
+  assert.match(r.stderr, /push: 1 profile\(s\) were not sent before the process exited \(counted dropped\)/);
+});
+
+test('27.6: every profile ends as sent or dropped with a reason; a redirect is refused with one line', async () => {
+  const receiver = await startReceiver();
+  after(() => receiver.close());
+  const app = await startApp({
+    HEAP_LABELS_OTLP_ENDPOINT: `http://127.0.0.1:${receiver.port}`,
+    HEAP_LABELS_PUSH_INTERVAL: '3600',
+    HEAP_LABELS_PUSH_QUEUE: '2',
+    HEAP_LABELS_PUSH_TIMEOUT: '1',
+  });
+  // A hanging collector with a full queue: the profile in flight is never also counted dropped.
+  receiver.mode = 'hang';
+  for (let i = 0; i < 6; i++) await app.get('/__push');
+  receiver.mode = 'ok';
+  for (const res of receiver.hanging.splice(0)) res.destroy();
+  await app.get('/__push');
+  await waitFor('the queue empties', async () => (await app.json('/__stats')).queued === 0);
+  const stats = await app.json('/__stats');
+  const reasons = Object.values(stats.dropReasons).reduce((a, b) => a + b, 0);
+  assert.equal(stats.dropped, reasons, JSON.stringify(stats));
+  assert.equal(stats.collected, stats.sent + stats.dropped + stats.queued, JSON.stringify(stats));
+  assert.ok(stats.dropReasons.queueFull > 0, JSON.stringify(stats));
+
+  // Redirects: refused (the headers would go elsewhere), one stderr line however many.
+  const redirecting = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(307, { location: `http://user:pw@127.0.0.1:${receiver.port}/v1development/profiles?x=1` }).end());
+  });
+  await new Promise((resolve) => redirecting.listen(0, '127.0.0.1', resolve));
+  after(() => new Promise((resolve) => redirecting.close(resolve)));
+  const app2 = await startApp({ HEAP_LABELS_OTLP_ENDPOINT: `http://127.0.0.1:${redirecting.address().port}`, HEAP_LABELS_PUSH_INTERVAL: '3600' });
+  for (let i = 0; i < 3; i++) assert.equal((await app2.json('/__push')).sent, false);
+  const s2 = await app2.json('/__stats');
+  assert.equal(s2.dropReasons.rejected, 3, JSON.stringify(s2));
+  assert.equal(s2.collected, s2.sent + s2.dropped + s2.queued, JSON.stringify(s2));
+  const lines = app2.stderr.split('\n').filter((l) => l.includes('refuses profiles'));
+  assert.equal(lines.length, 1, app2.stderr);
+  assert.match(lines[0], /HTTP 307.*redirect is not followed/);
+  assert.ok(!app2.stderr.includes('user:pw'), app2.stderr);
+});

@@ -206,15 +206,51 @@ test('session option rules: startHeapProfile() and the addon\'s own guard take a
   const integers = Object.entries(RULES).filter(([, rule]) => rule.type === 'integer');
   assert.deepEqual(integers.map(([name]) => name).sort(), ['maxGroups', 'maxLabelSets', 'sampleInterval', 'stackDepth']);
   for (const [name, rule] of integers) {
-    // maxGroups is a group-counter option: it needs groupBy to mean anything, and takes it either way.
+    // maxGroups caps the groups of a groupBy session: startHeapProfile() takes it with groupBy only.
+    const extra = name === 'maxGroups' ? { groupBy: ['tenant'] } : {};
     for (const value of [rule.min, rule.max]) {
-      startHeapProfile({ [name]: value }).stop();
+      startHeapProfile({ ...extra, [name]: value }).stop();
       native.stopProfile(native.startProfile({ ...nativeDefaults, [name]: value })).dispose();
     }
     for (const value of [rule.min - 1, rule.max + 1, 2 ** 32 + rule.min, rule.min + 0.5]) {
-      throwsNaming(() => startHeapProfile({ [name]: value }), RangeError, name);
+      throwsNaming(() => startHeapProfile({ ...extra, [name]: value }), RangeError, name);
       throwsNaming(() => native.startProfile({ ...nativeDefaults, [name]: value }), Error, name);
     }
+  }
+});
+
+test('27.12: groupBy keys no label can have, maxGroups without groupBy, Proxy labels on node:v8, stack overflows', () => {
+  // groupBy keys: a lone surrogate and the reserved prefix can never match a label key.
+  throwsNaming(() => startHeapProfile({ groupBy: ['\ud800'] }), TypeError, 'well-formed');
+  throwsNaming(() => startHeapProfile({ groupBy: ['tenant', 'heap_labels.overflow'] }), TypeError, 'heap_labels.overflow');
+  throwsNaming(() => startHeapProfile({ groupBy: ['__proto__'] }), TypeError, '__proto__');
+  // maxGroups alone would be ignored: refused, naming groupBy.
+  throwsNaming(() => startHeapProfile({ maxGroups: 4 }), TypeError, 'groupBy');
+  startHeapProfile({ groupBy: ['tenant'], maxGroups: 4 }).stop();
+
+  // node:v8's label functions refuse a Proxy without running any of its traps.
+  const v8api = require('../lib/v8');
+  const trapped = [];
+  const handler = new Proxy({}, { get: (target, trap) => (trapped.push(trap), undefined) });
+  const proxy = new Proxy({ route: '/p' }, handler);
+  for (const call of [() => v8api.setHeapProfileLabels(proxy), () => v8api.withHeapProfileLabels(proxy, () => {})]) {
+    assert.throws(call, { code: 'ERR_INVALID_ARG_TYPE', message: /Proxy/ });
+  }
+  assert.deepEqual(trapped, [], 'no trap ran');
+
+  // A stack overflow inside nested label calls is the engine's RangeError, never given a label
+  // error's code, on any runtime.
+  for (const withLabels of [v8api.withHeapProfileLabels, require('../lib').withHeapProfileLabels]) {
+    const nest = () => withLabels({ route: '/deep' }, nest);
+    let caught;
+    try {
+      nest();
+    } catch (error) {
+      caught = error;
+    }
+    assert.ok(caught instanceof RangeError, String(caught));
+    assert.match(caught.message, /call stack/);
+    assert.equal(caught.code, undefined);
   }
 });
 

@@ -11,6 +11,6 @@ if (isMainThread) {
   try {
     require('./instance-module').instanceModule('register');
   } catch (err) {
-    process.stderr.write(`heap-labels: not profiling, the app runs without heap profiling:\n  ${err.message}\n`);
+    require('../preload-report').reportNotProfiling(err);
   }
 }

@@ -13,8 +13,8 @@ export interface ExpressApplication {
 
 /**
  * Labels every request of `app` by its route template, including the mount paths of routers and
- * sub-apps ('/orgs/:org/members/:member'); work before routing and unmatched requests get the
- * `unmatched` value. Call it right after creating the app, before mounting routers. Returns `app`.
+ * sub-apps ('/orgs/:org/members/:member'; a route with several paths is named by the one that
+ * matched); work before routing and unmatched requests get the `unmatched` value. Call it right after creating the app, before mounting routers. Returns `app`.
  */
 export function expressRouteLabels<App extends ExpressApplication>(
   app: App,

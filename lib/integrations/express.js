@@ -26,53 +26,65 @@
 //    next() / next('route') hands over to the next matching route, which enters its own labels.
 //
 // The template is the route's path joined to the mount paths of the routers and sub-apps it is
-// mounted under ('/orgs/:org' + '/members/:member'). Express keeps no mount path on its layers, so
-// the router prototype's use() is wrapped to record it when a router or a sub-app is mounted; the
-// mounted layer's handle_request/handleRequest then tracks the current mount while the request is
-// inside it. Hence call expressRouteLabels(app) before mounting routers: a router mounted earlier
-// whose path express 4 cannot tell is an error at install time (express 5's router >= 2.3 keeps
-// it as layer.rawPath and is adopted). Both patches apply to every app of that express copy from
-// then on and only act on requests of apps where expressRouteLabels was called. Templates are
-// cached per route and mount, labels per template (route-labels.js): no validation per request.
+// mounted under ('/orgs/:org' + '/members/:member'); a route with several paths is named by the one
+// that matched, and URL rewrites inside a mount are followed (express-templates.js). Express keeps no
+// mount path on its layers, so the router prototype's use() is wrapped to record it when a router or
+// a sub-app is mounted: call expressRouteLabels(app) before mounting routers. A router mounted on
+// the app earlier whose path express 4 cannot tell is an error at install time (express 5's router
+// >= 2.3 keeps it as layer.rawPath and is adopted); one found later, inside a router or sub-app
+// built before the call, gets no template (a warning). The patches apply to every app of that
+// express copy from then on and only act on requests of apps where expressRouteLabels was called.
+// Templates are cached per route and mount, labels per template (route-labels.js): no validation
+// per request.
+//
+// The automatic instrumentation (lib/instrument/express.js, no code in the app) shares all of
+// this through instrumentExpress(express, automatic): it patches the express module when it loads,
+// before the app exists, so the router wrappers of express-templates.js (use(), route(), handle())
+// see every mount and route, and wraps the application prototype's init() (the express() factory
+// calls it last) and handle() (every request of the app, and of sub-apps, enters it): init() gives
+// each new app its state, handle() starts the request at the app's root mount, where step 1's
+// middleware would. Nothing creates the app's router early (express 4 reads the routing settings
+// when it does): the root mount learns the router when the first request enters it. An app
+// that also calls expressRouteLabels(app) gets that call's options: the state is reconfigured,
+// nothing is installed twice, and the middleware of step 1 takes over the request start.
 
-const { createRouteLabeler, formatPath, joinPath } = require('./route-labels');
+const { createRouteLabeler } = require('./route-labels');
+const {
+  Mount,
+  routerPrototype,
+  routerModulePrototype,
+  patchRouterPrototype,
+  adoptStack,
+  enterApp,
+  requestMount,
+  routeTemplate,
+} = require('./express-templates');
 
 const WHERE = 'heap-labels/express';
 
-const kMount = Symbol('heap-labels.express.mount'); // req -> Mount of the router it is in
 const kExtras = Symbol('heap-labels.express.extras'); // req -> interned extra labels
 const kEntered = Symbol('heap-labels.express.entered'); // req -> template entered last
 const kRoute = Symbol('heap-labels.express.route'); // req -> the value of req.route
-const kPatched = Symbol('heap-labels.express.patched'); // on patched prototypes
-const kAdopted = Symbol('heap-labels.express.adopted'); // on layers seen by the use() wrapper
-const kInstalled = Symbol('heap-labels.express.installed'); // on apps
+const kPatched = Symbol('heap-labels.express.request'); // on the patched request prototype
+const kState = Symbol('heap-labels.express.state'); // app -> AppLabels
+const kInstrumented = Symbol('heap-labels.express.instrumented'); // on instrumented express modules
 
-// Where a request is in the app's tree of mounted routers: its template prefix, and the cached
-// templates of the routes below it. One per mount point (per labeled app), made on first use.
-class Mount {
-  constructor(labeler, prefix) {
+// How an app's requests are labeled: its labeler and root mount (express-templates.js), and
+// whether expressRouteLabels configured it (else the automatic instrumentation did, and
+// `automatic` is its switch). `router`: the app's router, undefined when the automatic
+// instrumentation makes the state before express creates it (the root Mount learns it when the
+// first request enters it).
+class AppLabels {
+  constructor(labeler, automatic, router) {
     this.labeler = labeler;
-    this.prefix = prefix;
-    this.children = new WeakMap(); // mounted layer -> Mount
-    this.templates = new WeakMap(); // Route -> template
+    this.root = new Mount(labeler, '', false, router, undefined);
+    this.automatic = automatic; // undefined once expressRouteLabels(app) configured the app
   }
 
-  child(layer, path) {
-    let child = this.children.get(layer);
-    if (child === undefined) {
-      child = new Mount(this.labeler, joinPath(this.prefix, path));
-      this.children.set(layer, child);
-    }
-    return child;
-  }
-
-  template(route) {
-    let template = this.templates.get(route);
-    if (template === undefined) {
-      template = joinPath(this.prefix, formatPath(route.path));
-      this.templates.set(route, template);
-    }
-    return template;
+  configure(labeler, router) {
+    this.labeler = labeler;
+    this.root = new Mount(labeler, '', false, router, undefined);
+    this.automatic = undefined;
   }
 }
 
@@ -80,18 +92,25 @@ function expressRouteLabels(app, options) {
   if (typeof app !== 'function' || typeof app.handle !== 'function' || typeof app.use !== 'function') {
     throw new TypeError(`heap-labels: ${WHERE}: expected an express application, got ${typeof app}`);
   }
-  if (app[kInstalled]) throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
+  const existing = app[kState];
+  if (existing !== undefined && existing.automatic === undefined) {
+    throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
+  }
   const labeler = createRouteLabeler(options, WHERE);
   const router = routerOf(app);
-  patchRouterPrototype(router);
-  patchRequestPrototype(app);
-  adoptStack(router.stack);
+  patchRouterPrototype(routerPrototype(router));
+  patchRequestPrototype(Object.getPrototypeOf(app.request));
+  adoptStack(router, true);
 
-  const root = new Mount(labeler, '');
+  // Instrumented automatically already: these options from now on, and the middleware below
+  // starts the requests (the handle() wrapper steps aside for configured apps).
+  let state = existing;
+  if (state === undefined) state = new AppLabels(labeler, undefined, router);
+  else state.configure(labeler, router);
   router.use(function heapLabelsStart(req, res, next) {
     // A sub-app whose parent is labeled too keeps the parent's state (and mount prefix).
-    if (req[kMount] !== undefined) return next();
-    req[kMount] = root;
+    const { labeler, root } = state;
+    if (!enterApp(req, root)) return next();
     req[kEntered] = undefined;
     req[kExtras] = undefined;
     try {
@@ -109,8 +128,56 @@ function expressRouteLabels(app, options) {
   let at = 0;
   while (at < stack.length && (stack[at].name === 'query' || stack[at].name === 'expressInit')) at++;
   stack.splice(at, 0, start);
-  app[kInstalled] = true;
+  app[kState] = state;
   return app;
+}
+
+// The automatic instrumentation of an express module (4 or 5; lib/instrument/express.js): every
+// app it creates from now on labels its requests by route template with `automatic.labeler`
+// while `automatic.on`, and is passed to `automatic.onApp(app)`. Idempotent per module. Every
+// hook body is guarded: a bug in it leaves the request unlabeled (reported once through
+// `automatic.failed`), never throws into express.
+function instrumentExpress(express, automatic) {
+  if (Object.hasOwn(express, kInstrumented)) return;
+  const appProto = express.application;
+  const init = appProto.init;
+  const handle = appProto.handle;
+  if (typeof init !== 'function' || typeof handle !== 'function') {
+    throw new TypeError(`heap-labels: ${WHERE}: express.application has no init()/handle()`);
+  }
+  patchRouterPrototype(routerModulePrototype(express.Router));
+  patchRequestPrototype(express.request);
+
+  // express() mixes the prototype's own properties into each app it creates, then calls init():
+  // apps created from now on get these wrappers.
+  appProto.init = function init_() {
+    const result = Reflect.apply(init, this, arguments);
+    try {
+      if (this[kState] === undefined) {
+        this[kState] = new AppLabels(automatic.labeler, automatic, undefined);
+        automatic.onApp(this);
+      }
+    } catch (error) {
+      automatic.failed(error);
+    }
+    return result;
+  };
+  appProto.handle = function handle_(req, res) {
+    try {
+      const state = this[kState];
+      if (state !== undefined && state.automatic !== undefined && state.automatic.on && enterApp(req, state.root)) {
+        req[kEntered] = undefined;
+        req[kExtras] = undefined;
+        state.labeler.startRequest(req, undefined);
+      }
+    } catch (error) {
+      automatic.failed(error);
+    }
+    return Reflect.apply(handle, this, arguments);
+  };
+  Object.defineProperty(appProto.init, 'name', { value: 'init' });
+  Object.defineProperty(appProto.handle, 'name', { value: 'handle' });
+  Object.defineProperty(express, kInstrumented, { value: true });
 }
 
 function routerOf(app) {
@@ -121,92 +188,9 @@ function routerOf(app) {
   return app.router; // express 5 (a getter that creates it)
 }
 
-// The express 4 `proto` object, or express 5's Router.prototype: where use() lives.
-function routerPrototype(router) {
-  for (let p = Object.getPrototypeOf(router); p !== null; p = Object.getPrototypeOf(p)) {
-    if (Object.hasOwn(p, 'use') && Object.hasOwn(p, 'route')) return p;
-  }
-  throw new TypeError(`heap-labels: ${WHERE}: the app's router has no use()/route() (not express 4 or 5?)`);
-}
-
-// Wraps use() to record the path a router or sub-app is mounted at (express keeps none).
-function patchRouterPrototype(router) {
-  const proto = routerPrototype(router);
-  if (proto[kPatched]) return;
-  const use = proto.use;
-  proto.use = function use_(fn) {
-    const path = mountPathOf(fn);
-    const before = this.stack.length;
-    const result = use.apply(this, arguments);
-    for (let i = before; i < this.stack.length; i++) adopt(this.stack[i], path);
-    return result;
-  };
-  Object.defineProperty(proto.use, 'name', { value: 'use' });
-  proto[kPatched] = true;
-}
-
-// The path argument of use() as express reads it: a leading non-function (or array of those).
-function mountPathOf(first) {
-  if (typeof first === 'function') return '/';
-  let arg = first;
-  while (Array.isArray(arg) && arg.length !== 0) arg = arg[0];
-  return typeof arg === 'function' ? '/' : first;
-}
-
-// A router (express.Router(), or any router of the `router` package) or an express sub-app (whose
-// mount layer's handle is express's `mounted_app` closure).
-function isMount(handle) {
-  return (
-    typeof handle === 'function' &&
-    ((Array.isArray(handle.stack) && typeof handle.handle === 'function') || handle.name === 'mounted_app')
-  );
-}
-
-// Layers that existed before installation: their mount paths from what the layer still knows.
-function adoptStack(stack) {
-  for (const layer of stack) {
-    if (layer[kAdopted] || !isMount(layer.handle)) continue;
-    let path;
-    if (layer.rawPath !== undefined) path = layer.rawPath; // router >= 2.3 (express 5)
-    else if (layer.slash === true || (layer.regexp && layer.regexp.fast_slash === true)) path = '/';
-    else {
-      throw new Error(
-        `heap-labels: ${WHERE}: ${layer.handle.name || 'a router'} was mounted before ` +
-          'expressRouteLabels(app) was called, and express does not keep its mount path: call ' +
-          'expressRouteLabels(app) right after creating the app, before mounting routers or sub-apps',
-      );
-    }
-    adopt(layer, path);
-  }
-}
-
-function adopt(layer, path) {
-  if (layer[kAdopted]) return;
-  layer[kAdopted] = true;
-  const handle = layer.handle;
-  if (!isMount(handle)) return;
-  if (Array.isArray(handle.stack)) adoptStack(handle.stack); // populated before installation
-  const template = formatPath(path);
-  if (template === '/' || template === '') return; // mounted at the root: no prefix
-  const method = typeof layer.handleRequest === 'function' ? 'handleRequest' : 'handle_request';
-  const handleRequest = layer[method];
-  // While the request is inside the mounted router, its mount is one level down; when the router
-  // hands the request back (next, with or without an error), it is restored.
-  layer[method] = function handleMounted(req, res, next) {
-    const parent = req[kMount];
-    if (parent === undefined) return handleRequest.call(this, req, res, next);
-    req[kMount] = parent.child(layer, template);
-    return handleRequest.call(this, req, res, function leaveMount(error) {
-      req[kMount] = parent;
-      return next(error);
-    });
-  };
-}
-
 // The `route` accessor on the request prototype shared by the apps of this express copy (a sub-app
 // switches req's prototype to its own app.request, which inherits from it).
-function patchRequestPrototype(app) {
-  const proto = Object.getPrototypeOf(app.request);
+function patchRequestPrototype(proto) {
   if (proto[kPatched]) return;
   const existing = Object.getOwnPropertyDescriptor(proto, 'route');
   if (existing !== undefined) {
@@ -220,16 +204,21 @@ function patchRequestPrototype(app) {
     },
     set(route) {
       this[kRoute] = route;
-      const mount = this[kMount];
+      const mount = requestMount(this);
       if (mount === undefined || route === null || typeof route !== 'object' || route.path === undefined) return;
-      const template = mount.template(route);
-      // Express 4 assigns the route twice (router, then Route#dispatch): enter once.
-      if (template === this[kEntered]) return;
-      this[kEntered] = template;
-      mount.labeler.enterRoute(this, template, this[kExtras]);
+      // Guarded: express assigns req.route in its router, where a throw would fail the request.
+      try {
+        const template = routeTemplate(this, mount, route);
+        // Express 4 assigns the route twice (router, then Route#dispatch): enter once.
+        if (template === this[kEntered]) return;
+        this[kEntered] = template;
+        mount.labeler.enterRoute(this, template, this[kExtras]);
+      } catch (error) {
+        mount.labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
+      }
     },
   });
   proto[kPatched] = true;
 }
 
-module.exports = { expressRouteLabels };
+module.exports = { expressRouteLabels, instrumentExpress };

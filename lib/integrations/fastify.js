@@ -5,7 +5,8 @@
 //   await fastify.register(fastifyRouteLabels, { labels: (request) => ({ tenant: ... }) });
 //
 // Fastify routes before its first hook runs, so the template is known in onRequest
-// (request.routeOptions.url, with the prefixes of the plugins the route is registered in:
+// (request.routeOptions.url, with the prefixes of the plugins the route is registered in, as
+// fastify's route table lists it:
 // '/orgs/:org/members/:member'). One onRequest hook enters the route's labels with
 // setHeapProfileLabels (enterWith semantics) and calls done() synchronously: body parsing, the
 // other hooks, the handler, serialization, the error handler and everything they await descend
@@ -15,10 +16,28 @@
 // connection. The plugin skips fastify's encapsulation (as fastify-plugin does), so the hook
 // applies to every route of the instance it is registered on, including the ones of later-
 // registered child plugins. Bad extra labels fail the request through fastify's error handling.
+//
+// The automatic instrumentation (lib/instrument/fastify.js, no code in the app) registers the
+// same hook through fastifyAutomaticPlugin(automatic) on every fastify instance, from the
+// 'fastify.initialization' channel fastify publishes when an instance is created. Registering
+// fastifyRouteLabels on an instance that has it gives the instance that call's options, with no
+// second hook; registered in an encapsulated child context, it adds the child's own hook, which
+// runs after the instance's and so wins for the child's routes.
 
 const { createRouteLabeler } = require('./route-labels');
 
 const WHERE = 'heap-labels/fastify';
+
+const kState = Symbol('heap-labels.fastify.state'); // instance (own property) -> InstanceLabels
+
+// How an instance's requests are labeled: its labeler, and whether fastifyRouteLabels configured
+// it (else the automatic instrumentation did, and `automatic` is its switch).
+class InstanceLabels {
+  constructor(labeler, automatic) {
+    this.labeler = labeler;
+    this.automatic = automatic; // undefined once fastifyRouteLabels configured the instance
+  }
+}
 
 function fastifyRouteLabels(fastify, options, done) {
   let labeler;
@@ -28,25 +47,73 @@ function fastifyRouteLabels(fastify, options, done) {
     done(error);
     return;
   }
-  fastify.addHook('onRequest', function heapLabelsOnRequest(request, reply, next) {
-    let extras;
-    try {
-      extras = labeler.extrasOf(request);
-    } catch (error) {
-      labeler.enterRoute(request.raw, undefined, undefined);
-      next(error);
-      return;
-    }
-    // is404 is a cheap check; routeOptions builds an object, so it is read only for routes.
-    labeler.enterRoute(request.raw, request.is404 ? undefined : request.routeOptions.url, extras);
-    next();
-  });
+  if (Object.hasOwn(fastify, kState)) {
+    const state = fastify[kState];
+    state.labeler = labeler;
+    state.automatic = undefined;
+  } else {
+    addLabelHook(fastify, new InstanceLabels(labeler, undefined));
+  }
   done();
 }
 
-// What fastify-plugin would set: no encapsulation (the hook covers the whole instance), a name.
-fastifyRouteLabels[Symbol.for('skip-override')] = true;
-fastifyRouteLabels[Symbol.for('fastify.display-name')] = 'heap-labels';
-fastifyRouteLabels[Symbol.for('plugin-meta')] = { name: 'heap-labels' };
+// The URL of the route fastify matched, with its plugins' prefixes: routeOptions.url (fastify
+// >= 4.10), else routerPath (older 4.x; deprecated from 4.26, gone in 5). Both are the route
+// context's config.url, the route as fastify's route table lists it. Fastify 4 registers the root
+// route of a prefixed plugin twice, as '/api' and '/api/' (prefixTrailingSlash 'both'), and each
+// has its own URL; fastify 5 names both '/api'.
+function routeUrl(request) {
+  const options = request.routeOptions;
+  return options !== undefined ? options.url : request.routerPath;
+}
 
-module.exports = { fastifyRouteLabels };
+// What fastify-plugin would set: no encapsulation (the hook covers the whole instance), a name.
+function skipOverride(plugin, name) {
+  plugin[Symbol.for('skip-override')] = true;
+  plugin[Symbol.for('fastify.display-name')] = name;
+  plugin[Symbol.for('plugin-meta')] = { name };
+  return plugin;
+}
+skipOverride(fastifyRouteLabels, 'heap-labels');
+
+// The plugin the automatic instrumentation registers on every new instance (lib/instrument/
+// fastify.js): the hook with `automatic.labeler`, labeling while `automatic.on`. Guarded: a bug
+// leaves requests unlabeled (reported once through `automatic.failed`), never fails the app.
+function fastifyAutomaticPlugin(automatic) {
+  return skipOverride(function heapLabelsAutomatic(fastify, options, done) {
+    try {
+      if (!Object.hasOwn(fastify, kState)) addLabelHook(fastify, new InstanceLabels(automatic.labeler, automatic));
+    } catch (error) {
+      automatic.failed(error);
+    }
+    done();
+  }, 'heap-labels-automatic');
+}
+
+function addLabelHook(fastify, state) {
+  fastify[kState] = state;
+  fastify.addHook('onRequest', function heapLabelsOnRequest(request, reply, next) {
+    const labeler = state.labeler;
+    let failure;
+    try {
+      const automatic = state.automatic;
+      if (automatic === undefined || automatic.on) {
+        let extras;
+        try {
+          extras = labeler.extrasOf(request);
+        } catch (error) {
+          failure = error; // the user's labels(): fails the request, with the bare bucket
+        }
+        // is404 is a cheap check; routeOptions builds an object, so it is read only for routes.
+        const template = failure !== undefined || request.is404 ? undefined : routeUrl(request);
+        labeler.enterRoute(request.raw, template, extras);
+      }
+    } catch (error) {
+      // A bug here: the request runs unlabeled rather than failing.
+      labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
+    }
+    next(failure);
+  });
+}
+
+module.exports = { fastifyRouteLabels, fastifyAutomaticPlugin };

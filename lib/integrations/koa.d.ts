@@ -12,8 +12,8 @@ export interface KoaApplication {
 
 /**
  * Labels every request of `app` by the template of the @koa/router route that handles it (with
- * the prefixes of nested routers); work before routing and unmatched requests get the `unmatched`
- * value. Call it before app.listen()/app.callback(). Returns `app`.
+ * the prefixes of nested routers and of koa-mount); work before routing and unmatched requests get
+ * the `unmatched` value. Call it before app.listen()/app.callback(). Returns `app`.
  */
 export function koaRouteLabels<App extends KoaApplication>(
   app: App,

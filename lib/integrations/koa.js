@@ -33,28 +33,128 @@
 // reactions with the request's latest labels (withHeapProfileLabels), so serializing a route's
 // body and its error response count to the route. Upstream middleware that awaited before next()
 // resumes after `await next()` with the labels it awaited in: that is AsyncLocalStorage semantics
-// and not changed here. koa-mount'ed sub-apps route with their own routers, whose paths lack the
-// mount prefix. Install before app.listen()/app.callback() is used, once per app.
+// and not changed here. Install before app.listen()/app.callback() is used, once per app.
+//
+// koa-mount. A sub-app (or middleware) mounted with koa-mount routes with its own routers, whose
+// paths lack the mount prefix: koa-mount strips the prefix from ctx.path while the request is inside
+// and records it in ctx.mountPath. An accessor on app.context collects these prefixes (literal
+// strings from the app's code); a route matched inside mounts is named by the text the mounts
+// consumed (what ctx.originalUrl has before ctx.url) joined to its path ('/sub' + '/x/:id'), when
+// that text is made of the recorded prefixes. Otherwise (outside the mounts again, or a rewrite of
+// ctx.url) the route is named by its path alone.
+//
+// The automatic instrumentation (lib/instrument/koa.js, no code in the app) shares all of this
+// through instrumentKoa(Application, automatic): Application.prototype.callback() (which
+// app.listen() calls, and every server setup that passes koa to node:http) installs the same
+// accessors and wrapper on the app when it first hands out its request handler. An app that also
+// calls koaRouteLabels(app) gets that call's options (before callback(): installed with them;
+// after: the installed hooks switch to them), never a second installation.
 
 const { withHeapProfileLabels } = require('../context');
-const { createRouteLabeler, formatPath } = require('./route-labels');
+const { createRouteLabeler, formatPath, joinPath } = require('./route-labels');
 
 const WHERE = 'heap-labels/koa';
 
 const kLabels = Symbol('heap-labels.koa.labels'); // ctx -> labels entered last
 const kExtras = Symbol('heap-labels.koa.extras'); // ctx -> interned extra labels
 const kMatched = Symbol('heap-labels.koa.matchedRoute'); // ctx -> value of ctx._matchedRoute
-const kInstalled = Symbol('heap-labels.koa.installed');
+const kMountPath = Symbol('heap-labels.koa.mountPath'); // ctx -> value of ctx.mountPath (koa-mount)
+const MAX_MOUNT_PREFIXES = 100; // distinct koa-mount prefixes recorded per app
+const kState = Symbol('heap-labels.koa.state'); // app -> AppLabels
+const kInstrumented = Symbol('heap-labels.koa.instrumented'); // on an instrumented Application.prototype
+
+// How an app's requests are labeled: its labeler, and whether koaRouteLabels configured it (else
+// the automatic instrumentation did, and `automatic` is its switch).
+class AppLabels {
+  constructor(labeler, automatic) {
+    this.labeler = labeler;
+    this.automatic = automatic; // undefined once koaRouteLabels(app) configured the app
+    this.mountPrefixes = new Set(); // the koa-mount prefixes seen on the app's requests
+  }
+
+  get on() {
+    return this.automatic === undefined || this.automatic.on;
+  }
+}
 
 function koaRouteLabels(app, options) {
   if (app === null || typeof app !== 'object' || typeof app.handleRequest !== 'function' || !app.context) {
     throw new TypeError(`heap-labels: ${WHERE}: expected a koa application, got ${describe(app)}`);
   }
-  if (app[kInstalled]) throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
-  if (Object.getOwnPropertyDescriptor(app.context, '_matchedRoute') !== undefined) {
+  const existing = app[kState];
+  if (existing !== undefined && existing.automatic === undefined) {
+    throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
+  }
+  if (existing === undefined && Object.getOwnPropertyDescriptor(app.context, '_matchedRoute') !== undefined) {
     throw new Error(`heap-labels: ${WHERE}: app.context already defines "_matchedRoute"`);
   }
   const labeler = createRouteLabeler(options, WHERE);
+  if (existing !== undefined) {
+    // Instrumented automatically already (callback() was called): these options from now on.
+    existing.labeler = labeler;
+    existing.automatic = undefined;
+    return app;
+  }
+  install(app, new AppLabels(labeler, undefined));
+  return app;
+}
+
+// The automatic instrumentation of a koa Application class (koa 2 or 3; lib/instrument/koa.js):
+// each app installs the hooks below with `automatic.labeler` when its callback() is first
+// called, labels while `automatic.on`, and its request handlers are passed to
+// `automatic.onListener(handler)`. Idempotent per class. Guarded: a bug leaves the app or the
+// request unlabeled (reported once through `automatic.failed`), never throws into koa.
+function instrumentKoa(Application, automatic) {
+  const proto = Application.prototype;
+  if (Object.hasOwn(proto, kInstrumented)) return;
+  const callback = proto.callback;
+  if (typeof callback !== 'function' || typeof proto.handleRequest !== 'function') {
+    throw new TypeError(`heap-labels: ${WHERE}: the Application class has no callback()/handleRequest()`);
+  }
+  proto.callback = function callback_() {
+    try {
+      if (
+        this[kState] === undefined &&
+        this.context !== null &&
+        typeof this.context === 'object' &&
+        Object.getOwnPropertyDescriptor(this.context, '_matchedRoute') === undefined
+      ) {
+        install(this, new AppLabels(automatic.labeler, automatic));
+      }
+    } catch (error) {
+      automatic.failed(error);
+    }
+    const handler = Reflect.apply(callback, this, arguments);
+    try {
+      automatic.onListener(handler);
+    } catch (error) {
+      automatic.failed(error);
+    }
+    return handler;
+  };
+  Object.defineProperty(proto.callback, 'name', { value: 'callback' });
+  Object.defineProperty(proto, kInstrumented, { value: true });
+}
+
+// The accessor on app.context and the wrapper of app.handleRequest; both read the labeler from
+// `state` per request, so that koaRouteLabels(app) can reconfigure an app installed automatically.
+function install(app, state) {
+  // koa-mount's record of the prefix it strips (absent if something else defines ctx.mountPath).
+  if (Object.getOwnPropertyDescriptor(app.context, 'mountPath') === undefined) {
+    Object.defineProperty(app.context, 'mountPath', {
+      configurable: true,
+      enumerable: true,
+      get() {
+        return this[kMountPath];
+      },
+      set(prefix) {
+        this[kMountPath] = prefix;
+        if (typeof prefix === 'string' && prefix !== '' && state.mountPrefixes.size < MAX_MOUNT_PREFIXES) {
+          state.mountPrefixes.add(prefix);
+        }
+      },
+    });
+  }
 
   Object.defineProperty(app.context, '_matchedRoute', {
     configurable: true,
@@ -64,34 +164,56 @@ function koaRouteLabels(app, options) {
     },
     set(path) {
       this[kMatched] = path;
-      if (this[kLabels] === undefined || !isRoutePath(this.matched, path)) return;
-      const labels = labeler.routeLabels(formatPath(path), this[kExtras]);
-      // The router assigns a route once for the match and once before its middleware: enter once.
-      if (labels === this[kLabels]) return;
-      this[kLabels] = labeler.enterLabels(this.req, labels);
+      if (this[kLabels] === undefined) return;
+      // Guarded: @koa/router assigns this in its dispatch, where a throw would fail the request.
+      try {
+        if (!isRoutePath(this.matched, path)) return;
+        const template =
+          this[kMountPath] === undefined
+            ? formatPath(path)
+            : joinPath(mountedPrefix(this, state.mountPrefixes), path);
+        const labels = state.labeler.routeLabels(template, this[kExtras]);
+        // The router assigns a route once for the match and once before its middleware: enter once.
+        if (labels === this[kLabels]) return;
+        this[kLabels] = state.labeler.enterLabels(this.req, labels);
+      } catch (error) {
+        state.labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
+      }
     },
   });
 
   const handleRequest = app.handleRequest;
   const labeledChains = new WeakMap(); // koa's composed middleware -> its labeled wrapper
   app.handleRequest = function handleRequestWithLabels(ctx, fnMiddleware) {
-    let chain = labeledChains.get(fnMiddleware);
-    if (chain === undefined) {
-      chain = (c) => new LabeledResult(c, fnMiddleware(c));
-      labeledChains.set(fnMiddleware, chain);
-    }
+    if (!state.on) return handleRequest.call(this, ctx, fnMiddleware);
+    const labeler = state.labeler;
+    let chain;
+    let badExtras;
     try {
-      ctx[kExtras] = labeler.extrasOf(ctx);
-    } catch (error) {
+      chain = labeledChains.get(fnMiddleware);
+      if (chain === undefined) {
+        chain = (c) => new LabeledResult(c, fnMiddleware(c));
+        labeledChains.set(fnMiddleware, chain);
+      }
       ctx[kExtras] = undefined;
-      ctx[kLabels] = labeler.startRequest(ctx.req, undefined);
-      return handleRequest.call(this, ctx, (c) => new LabeledResult(c, Promise.reject(error)));
+      try {
+        ctx[kExtras] = labeler.extrasOf(ctx);
+      } catch (error) {
+        badExtras = error; // the user's labels(): fails the request, with the bare bucket
+      }
+      ctx[kLabels] = labeler.startRequest(ctx.req, ctx[kExtras]);
+    } catch (error) {
+      // A bug here: the request runs unlabeled rather than failing.
+      ctx[kLabels] = undefined;
+      labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
+      return handleRequest.call(this, ctx, fnMiddleware);
     }
-    ctx[kLabels] = labeler.startRequest(ctx.req, ctx[kExtras]);
+    if (badExtras !== undefined) {
+      return handleRequest.call(this, ctx, (c) => new LabeledResult(c, Promise.reject(badExtras)));
+    }
     return handleRequest.call(this, ctx, chain);
   };
-  app[kInstalled] = true;
-  return app;
+  app[kState] = state;
 }
 
 // Whether `path` is the path of a route layer (one with methods) among the layers the routers
@@ -104,6 +226,37 @@ function isRoutePath(matched, path) {
     if (layer.path === path && Array.isArray(layer.methods) && layer.methods.length > 0) return true;
   }
   return false;
+}
+
+// The text koa-mount consumed from the request's path where `ctx` is now: what ctx.originalUrl's
+// path has before ctx.url's ('/outer/inner' for '/outer/inner/c/4' seen as '/c/4'), when it is made
+// of recorded mount prefixes; '' otherwise (outside the mounts, or ctx.url rewritten).
+function mountedPrefix(ctx, prefixes) {
+  const { originalUrl, url } = ctx;
+  if (typeof originalUrl !== 'string' || typeof url !== 'string' || originalUrl === url) return '';
+  const full = originalUrl.slice(0, pathEnd(originalUrl));
+  const path = url.slice(0, pathEnd(url));
+  let consumed;
+  if (full.length > path.length && full.endsWith(path)) consumed = full.slice(0, full.length - path.length);
+  else if (path === '/' && full !== '') consumed = full; // koa-mount maps its prefix itself to '/'
+  else return '';
+  return madeOf(consumed, prefixes) ? consumed : '';
+}
+
+function pathEnd(url) {
+  const query = url.indexOf('?');
+  return query === -1 ? url.length : query;
+}
+
+// Whether `text` is a sequence of `prefixes` (each may repeat).
+function madeOf(text, prefixes) {
+  const reached = new Uint8Array(text.length + 1);
+  reached[0] = 1;
+  for (let at = 0; at < text.length; at++) {
+    if (reached[at] === 0) continue;
+    for (const prefix of prefixes) if (text.startsWith(prefix, at)) reached[at + prefix.length] = 1;
+  }
+  return reached[text.length] === 1;
 }
 
 // The middleware promise as koa sees it: reactions registered on it (koa's respond and onerror)
@@ -137,4 +290,4 @@ function describe(value) {
   return value === null ? 'null' : typeof value;
 }
 
-module.exports = { koaRouteLabels };
+module.exports = { koaRouteLabels, instrumentKoa };

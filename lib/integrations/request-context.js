@@ -33,7 +33,15 @@
 // on any other path of the request. Nothing leaks to other requests: the holder is the request
 // object's own, and the previous context is restored when the emit returns. Every other
 // IncomingMessage/ServerResponse (client responses, servers without an integration) pays one
-// property read per emit. The HTTP/2 compatibility API (Http2ServerRequest) is not covered.
+// property read per emit.
+//
+// HTTP/2 the same way: a server stream's data comes from its session's socket reads. The
+// automatic instrumentation calls bindStream(stream) when it labels a stream at its start
+// (lib/instrument/request-start.js), and bindRequest() of an Http2ServerRequest (fastify's
+// request.raw on an http2 server) binds its stream: the stream's listeners and those of its
+// compatibility-API request and response (Http2ServerRequest, Http2ServerResponse) run under the
+// stream's labels. Their prototypes (the server stream's is not exported by node:http2: it is
+// taken from the first stream bound) get the wrapper on first use.
 //
 // The property and the installation are keyed by the addon file: lib/ copies loaded into several
 // realms of one process (Jest) share the addon, hence its labels storage, and install one wrapper;
@@ -47,20 +55,46 @@ const kHolder = Symbol.for(`heap-labels.request-labels ${addonPath}`); // reques
 const kInstalled = Symbol.for(`heap-labels.request-emit ${addonPath}`); // on patched prototypes
 
 let installed = false;
+let http2; // node:http2, loaded when the first HTTP/2 stream is bound
 
 // Records the labels current now (just entered by an integration) as `request`'s own: its and its
 // response's listeners run under them from now on. `request` is node:http's IncomingMessage (also
-// an express request, fastify's request.raw, koa's ctx.req); anything else is left alone.
+// an express request, fastify's request.raw, koa's ctx.req) or an HTTP/2 Http2ServerRequest;
+// anything else is left alone.
 function bindRequest(request) {
-  if (!(request instanceof http.IncomingMessage)) return;
-  if (!installed) install();
-  request[kHolder] = currentLabelHolder();
+  if (request instanceof http.IncomingMessage) {
+    if (!installed) install();
+    request[kHolder] = currentLabelHolder();
+  } else if (http2 !== undefined && request instanceof http2.Http2ServerRequest) {
+    bindStream(request.stream);
+  }
+}
+
+// The same for an HTTP/2 server stream (ServerHttp2Stream): its listeners and those of its
+// compatibility-API request and response.
+function bindStream(stream) {
+  if (stream === null || typeof stream !== 'object') return;
+  if (http2 === undefined) installHttp2(stream);
+  stream[kHolder] = currentLabelHolder();
 }
 
 function install() {
   installed = true;
   wrapEmit(http.IncomingMessage.prototype, requestHolder);
   wrapEmit(http.ServerResponse.prototype, responseHolder);
+}
+
+function installHttp2(stream) {
+  http2 = require('node:http2');
+  wrapEmit(Object.getPrototypeOf(stream), requestHolder);
+  wrapEmit(http2.Http2ServerRequest.prototype, streamHolder);
+  wrapEmit(http2.Http2ServerResponse.prototype, streamHolder);
+}
+
+// The holder of a compatibility-API request's or response's stream.
+function streamHolder(message) {
+  const stream = message.stream;
+  return stream === undefined || stream === null ? undefined : stream[kHolder];
 }
 
 function requestHolder(request) {
@@ -97,4 +131,4 @@ function wrapEmit(proto, holderOf) {
   Object.defineProperty(proto, kInstalled, { value: true });
 }
 
-module.exports = { bindRequest };
+module.exports = { bindRequest, bindStream };

@@ -17,12 +17,16 @@
 // validated like any label set (a frozen object it returns again is validated only once).
 //
 // Entering labels for a request also makes them the request's own (request-context.js): the
-// listeners of its IncomingMessage and ServerResponse run under them.
+// listeners of its IncomingMessage and ServerResponse run under them. And it tells the automatic
+// instrumentation that the request's server has an integration, so that its next requests start
+// with the bucket rather than the node:http fallback label (lib/instrument/servers.js).
 
+const { isRegExp } = require('node:util').types;
 const { METHODS } = require('node:http');
 const { setHeapProfileLabels, currentLabelHolder, enterRequestLabels, bindRequestLabels } = require('../context');
 const { MAX_LABELS, intern, internWith } = require('../labels');
 const { bindRequest } = require('./request-context');
+const { claim } = require('../instrument/servers');
 
 const DEFAULT_KEY = 'route';
 const DEFAULT_UNMATCHED = '(unmatched)';
@@ -34,20 +38,38 @@ const LONGEST_METHOD = METHODS.reduce((a, b) => (b.length > a.length ? b : a));
 // zero-code node:http start and a framework's routing may be different labelers).
 const kRequestHolder = Symbol('heap-labels.request-holder');
 
-// A route path as the frameworks store it (string, RegExp or array of those) as one string.
+// Route templates are the paths of the app's own route table, as written, joined to the paths the
+// routes are mounted under (docs/api.md, "Route templates"):
+// - a string path is itself ('/users/:id', express 5's '/files/*path', fastify's '/num/:id(^\d+$)');
+// - a RegExp path is its literal, String(regexp): '/^\/files\/(.*)$/' (with its flags, if any);
+// - a route or mount with several paths is named by the one path that matched the request, which
+//   the integration determines; a list of paths is never a template (formatPath gives undefined).
+
+// The template of one route or mount path (a string or a RegExp); undefined for anything else.
 function formatPath(path) {
   if (typeof path === 'string') return path;
-  if (Array.isArray(path)) return `[${path.map(formatPath).join(', ')}]`;
-  return String(path);
+  if (isRegExp(path)) return String(path);
+  return undefined;
 }
 
-// A mount prefix and a path below it: '/api' + '/users/:id'. The root path of a mounted router
-// ('/') is the mount path itself.
-function joinPath(prefix, path) {
-  if (prefix === '' || prefix === '/') return path;
+// The template of `path` (a string or RegExp, as written) mounted under the template `prefix` ('' at
+// the root), e.g. '/api' + '/users/:id'. A mount's trailing slash is dropped and the root path of a
+// mounted router ('/' or '') is the mount path itself; a path without a leading slash gets one. A
+// RegExp literal is appended as is ('/api' + '/^\/raw\/(\d+)$/'), and after a prefix that ends
+// in a RegExp literal (`prefixIsPattern`) the path is appended as is, since the literal's closing
+// slash is part of its name ('/^\/v\d+/' + '/ping' is '/^\/v\d+//ping').
+function joinPath(prefix, path, prefixIsPattern = false) {
+  const piece = formatPath(path);
+  if (piece === undefined || prefix === undefined) return undefined;
+  if (prefix === '' || (prefix === '/' && !prefixIsPattern)) return piece;
+  if (prefixIsPattern) {
+    if (piece === '/' || piece === '') return prefix;
+    return piece.startsWith('/') ? prefix + piece : `${prefix}/${piece}`;
+  }
   const base = prefix.endsWith('/') ? prefix.slice(0, -1) : prefix;
-  if (path === '/' || path === '') return base;
-  return path.startsWith('/') ? base + path : `${base}/${path}`;
+  if (isRegExp(path)) return base + piece;
+  if (piece === '/' || piece === '') return base;
+  return piece.startsWith('/') ? base + piece : `${base}/${piece}`;
 }
 
 function readOptions(options, where) {
@@ -199,6 +221,7 @@ class RouteLabeler {
     }
     setHeapProfileLabels(labels);
     bindRequest(request);
+    claim(request);
     return labels;
   }
 

@@ -9,5 +9,5 @@
 # code as clean as clippy keeps the rest (dependencies' lints are capped by cargo).
 set -euo pipefail
 cd "${REPO:?run through scripts/test.sh}"
-RUSTFLAGS="--cfg loom -D warnings" CARGO_TARGET_DIR=target/loom \
+RUSTFLAGS="--cfg loom -D warnings" CARGO_TARGET_DIR="${HEAP_LABELS_TARGET_BASE:-target}/loom" \
   nice -n 10 cargo test -p heap-labels-core --release --lib loom_models

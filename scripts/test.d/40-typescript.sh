@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Type-checks lib/index.d.ts, lib/report/*.d.ts and the integrations' lib/integrations/*.d.ts against
+# Type-checks lib/index.d.ts, lib/report/*.d.ts, the integrations' lib/integrations/*.d.ts and
+# lib/instrument/*.d.ts against
 # tests/types/*.ts (every export used as the README shows, with the frameworks' own types from
 # the devDependencies, and misuse it must reject) with TypeScript from the npm registry, installed
 # once into the cache (scripts/typescript.sh).
@@ -8,4 +9,4 @@ cd "${REPO:?run through scripts/test.sh}"
 tsc=$(bash scripts/typescript.sh) || exit 1
 ln -sfn "$(dirname "$(dirname "$tsc")")" tests/types/node_modules
 trap 'rm -f tests/types/node_modules' EXIT
-"$tsc" -p tests/types/tsconfig.json && echo "lib/index.d.ts, lib/report/*.d.ts, lib/integrations/*.d.ts: type check passed"
+"$tsc" -p tests/types/tsconfig.json && echo "lib/index.d.ts, lib/report/*.d.ts, lib/integrations/*.d.ts, lib/instrument/*.d.ts: type check passed"

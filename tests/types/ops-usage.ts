@@ -51,6 +51,10 @@ async function production(): Promise<void> {
   await startAgent({ sampleInterval: '512k' });
   // @ts-expect-error: watchInterval is a number of seconds
   await startAgent({ watchInterval: '1m' });
+  const routesOn: boolean | undefined = (await startAgent({ routes: false })).options.routes;
+  void routesOn;
+  // @ts-expect-error: routes is on or off (a boolean from code)
+  await startAgent({ routes: 'express' });
   await agent.stop();
 }
 

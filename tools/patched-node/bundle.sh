@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs this repository's heap-labels package, with its addon, into a patched runtime's prefix:
 #   <prefix>/lib/node_modules/heap-labels   (and <prefix>/bin/heap-labels)
-# where the runtime's node:v8 finds it (node-patches/22/0002: v8.withHeapProfileLabels,
-# setHeapProfileLabels, startHeapProfile). npm installs it from a packed tarball, as
+# where the runtime's node:v8 finds it (the line's node:v8 patch, node-patches/22/0002 or
+# node-patches/<24|26>/0001: v8.withHeapProfileLabels, setHeapProfileLabels, startHeapProfile). npm installs it from a packed tarball, as
 # `npm install --global` would, with its dependencies from the npm registry.
 #
 #   tools/patched-node/bundle.sh <path of the patched node>

@@ -1,0 +1,20 @@
+// Which servers get the node:http fallback label and which an instrumented framework serves
+// (servers.js). Internal to the package.
+
+export const OWN: 'own';
+export const FRAMEWORK: 'framework';
+export const PLAIN: 'plain';
+export type ServerKind = typeof OWN | typeof FRAMEWORK | typeof PLAIN;
+
+/** The server's kind, decided at its first request and kept. */
+export function kindOf(server: object): ServerKind;
+/** The agent's own endpoint server: its requests get no route label. */
+export function markOwnServer(server: object): void;
+/** A server an instrumented framework serves (fastify's instance.server). */
+export function markFrameworkServer(server: object | null | undefined): void;
+/** A request listener an instrumented framework made (an express app, koa's callback()). */
+export function markFrameworkListener(listener: unknown): void;
+/** Records that `request` got the fallback label as a request of `server`. */
+export function noteFallback(request: object, server: object): void;
+/** An integration labeled `request`: a server taken for a plain one is a framework's after all. */
+export function claim(request: unknown): void;

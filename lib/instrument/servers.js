@@ -1,0 +1,92 @@
+'use strict';
+// Which servers get the node:http fallback label (lib/instrument/request-start.js) and which are
+// served by an instrumented framework, whose route label follows.
+//
+// A server's kind is decided at its first request and kept (a WeakMap, so servers are not held):
+//   OWN        the agent's own endpoint server: its requests are not labeled;
+//   FRAMEWORK  a server an instrumented framework serves: requests start with the framework's
+//              bucket label, which the framework replaces by the route template once it knows it;
+//   PLAIN      any other server: requests get the fallback label (method and normalised path).
+// A server is a framework's when the framework marked it (fastify's instance.server), or when
+// one of its 'request' listeners is a function the framework marked (an express app, what koa's
+// app.callback() returns). A server whose listener wraps the framework's ((req, res) => app(req,
+// res)) starts as PLAIN: the first time a framework or an explicit integration labels one of its
+// requests, the server becomes FRAMEWORK (claim()), so only its first requests carried the
+// fallback label before the route's.
+//
+// Marks are process-wide (module state of the realm's one heap-labels instance) and only ever
+// added; nothing here touches the servers themselves.
+
+const OWN = 'own';
+const FRAMEWORK = 'framework';
+const PLAIN = 'plain';
+
+const kinds = new WeakMap(); // server -> kind, decided at its first request
+const ownServers = new WeakSet();
+const frameworkServers = new WeakSet();
+const frameworkListeners = new WeakSet();
+const kFallbackServer = Symbol('heap-labels.fallback-server'); // request -> its PLAIN server
+
+function kindOf(server) {
+  let kind = kinds.get(server);
+  if (kind === undefined) {
+    kind = classify(server);
+    kinds.set(server, kind);
+  }
+  return kind;
+}
+
+function classify(server) {
+  if (ownServers.has(server)) return OWN;
+  if (frameworkServers.has(server)) return FRAMEWORK;
+  if (typeof server.listeners === 'function') {
+    for (const listener of server.listeners('request')) {
+      // A `once` listener is listed unwrapped; a listener that wraps another names it `.listener`.
+      if (frameworkListeners.has(listener) || frameworkListeners.has(listener.listener)) return FRAMEWORK;
+    }
+  }
+  return PLAIN;
+}
+
+function markOwnServer(server) {
+  ownServers.add(server);
+  kinds.delete(server);
+}
+
+function markFrameworkServer(server) {
+  if (server === null || typeof server !== 'object') return;
+  frameworkServers.add(server);
+  if (kinds.get(server) === PLAIN) kinds.delete(server);
+}
+
+function markFrameworkListener(listener) {
+  if (typeof listener === 'function') frameworkListeners.add(listener);
+}
+
+// Records that `request` got the fallback label as a request of the PLAIN `server`.
+function noteFallback(request, server) {
+  request[kFallbackServer] = server;
+}
+
+// Called whenever labels are entered for a request (lib/integrations/route-labels.js): a request
+// that got the fallback label is now labeled by a framework or an explicit integration, so its
+// server is served by one, and its next requests start with the bucket instead.
+function claim(request) {
+  if (request === null || typeof request !== 'object') return;
+  const server = request[kFallbackServer];
+  if (server === undefined) return;
+  request[kFallbackServer] = undefined;
+  if (kinds.get(server) === PLAIN) kinds.set(server, FRAMEWORK);
+}
+
+module.exports = {
+  OWN,
+  FRAMEWORK,
+  PLAIN,
+  kindOf,
+  markOwnServer,
+  markFrameworkServer,
+  markFrameworkListener,
+  noteFallback,
+  claim,
+};

@@ -1,0 +1,428 @@
+'use strict';
+// The route template of an express 4 or 5 request (for express.js): where the request is in its
+// app's tree of mounted routers and sub-apps, and which path of the route (or mount) matched.
+//
+// Mounts. Express keeps no mount path on its layers, so the router prototype's use() is wrapped to
+// record it when a router or a sub-app is mounted; the mounted layer's handle_request/handleRequest
+// then tracks, per request, the Mount it is in (its template prefix, '/orgs/:org'), and restores the
+// parent's when the router hands the request back (next, with or without an error). The template
+// is the prefix of the request's Mount joined to the route's path (route-labels.js joinPath).
+//
+// Several paths. A route or mount registered with several paths (an array, nested or not) matches
+// if any of them does, and is named by the one that matched. Express does not say which: express 4
+// joins the paths into one RegExp, express 5's router tries one matcher per path. So each such
+// layer gets a PathChoice made with express's own Layer constructor and the options the router gave
+// the layer, one Layer per path, tried on the path the router matched: the request's pathname for a
+// route, the text the mount consumed (the growth of req.baseUrl) for a mount. The choice follows
+// the router: express 4's joined RegExp takes the leftmost match, then the first path; express 5
+// takes the first path that matches. Only layers with several paths pay for it.
+//
+// URL rewrites inside a mount. Routes match req.url, which a mount trims ('/api/users/7' is
+// '/users/7' inside the mount at '/api'), and which middleware may rewrite:
+// - a middleware that sets req.url back to the full URL inside a mount (verdaccio's logger does:
+//   req.url = req.originalUrl) makes the routes below match the full path: such a route is named by
+//   its own path, without the mount prefixes ('/-/verdaccio/data/packages', not
+//   '/-/verdaccio/-/verdaccio/data/packages'). Told by req.baseUrl being non-empty while req.url has
+//   the pathname of req.originalUrl.
+// - a request dispatched again from the top of a router it is already inside (req.app.handle(req,
+//   res, next) or router.handle() after rewriting req.url) is named from that router's place: the
+//   router prototype's handle() is wrapped, and when the router is an ancestor of the request's
+//   Mount, the request moves back to that Mount until the router hands it back.
+// - any other rewrite keeps the prefix of the mount the route is in ('/legacy' + '/new/:id').
+// A router called directly by middleware (router(req, res, next), vhost) runs under the Mount of
+// the caller, which is right: it sees the URL as the caller does.
+
+const { isRegExp } = require('node:util').types;
+const { joinPath, formatPath } = require('./route-labels');
+
+const WHERE = 'heap-labels/express';
+
+const kMount = Symbol('heap-labels.express.mount'); // req -> Mount it is in
+const kBase = Symbol('heap-labels.express.base'); // req -> req.baseUrl when it entered that Mount
+const kPatched = Symbol('heap-labels.express.patched'); // on patched router prototypes
+const kAdopted = Symbol('heap-labels.express.adopted'); // on layers seen by the use() wrapper
+
+const routeChoices = new WeakMap(); // Route with several paths -> PathChoice
+
+// A place in an app's tree of mounts: its template prefix, the router whose layers run there, and
+// the cached templates of the routes below it. One per mount point and path (per labeled app),
+// made on first use, shared by the requests.
+class Mount {
+  // `prefix`: the template prefix, undefined when it could not be told (every route below is then
+  // labeled as unmatched); `patternEnd`: the prefix ends in a RegExp literal; `router`: the router
+  // (undefined for a sub-app until its router is first entered: express hides it in a closure; and
+  // for an app's root under the automatic instrumentation, made before the app's router exists).
+  constructor(labeler, prefix, patternEnd, router, parent) {
+    this.labeler = labeler;
+    this.prefix = prefix;
+    this.patternEnd = patternEnd;
+    this.router = router;
+    this.parent = parent;
+    this.root = parent === undefined ? this : parent.root;
+    this.children = new WeakMap(); // mounted layer -> Mount per path of the layer
+    this.templates = new WeakMap(); // Route -> template per path of the route
+  }
+
+  // The Mount below this one through `layer` mounted at `paths[index]` (index -1: not told).
+  child(layer, paths, index) {
+    let children = this.children.get(layer);
+    if (children === undefined) {
+      children = [];
+      this.children.set(layer, children);
+    }
+    const at = index < 0 ? paths.length : index;
+    let child = children[at];
+    if (child === undefined) {
+      const path = paths[index];
+      const root = index >= 0 && (formatPath(path) === '/' || path === '');
+      const prefix = index < 0 ? undefined : root ? this.prefix : joinPath(this.prefix, path, this.patternEnd);
+      const patternEnd = root ? this.patternEnd : isRegExp(path);
+      child = new Mount(this.labeler, prefix, patternEnd, routerOf(layer.handle), this);
+      children[at] = child;
+    }
+    return child;
+  }
+
+  // The template of `route` matched at its path number `index` (undefined: not told).
+  template(route, index) {
+    let templates = this.templates.get(route);
+    if (templates === undefined) {
+      templates = pathsOf(route.path).map((path) => joinPath(this.prefix, path, this.patternEnd));
+      this.templates.set(route, templates);
+    }
+    return templates[index];
+  }
+}
+
+// The paths of a layer: its path, or the paths of an array, flattened as express does.
+function pathsOf(path) {
+  return Array.isArray(path) ? path.flat(Infinity) : [path];
+}
+
+// The router a mounted layer's handle is (undefined for a sub-app's mounted_app closure).
+function routerOf(handle) {
+  const fn = unwrapped(handle);
+  return Array.isArray(fn.stack) && typeof fn.handle === 'function' ? fn : undefined;
+}
+
+// The function a tracer's wrapper stands for: OpenTelemetry's express instrumentation (through
+// shimmer, which keeps the wrapped function as `__original`) replaces every layer's handle, and its
+// wrapper neither is the router express calls handle() on nor has the name of a sub-app's closure.
+function unwrapped(fn) {
+  for (let depth = 0; depth < 8 && typeof fn.__original === 'function'; depth++) fn = fn.__original;
+  return fn;
+}
+
+function noop() {}
+
+// Which of a layer's several paths matches a path, decided as the layer's router decides.
+class PathChoice {
+  constructor(paths, layer, options) {
+    const Layer = layer.constructor;
+    const layers = paths.map((path) => new Layer(path, options, noop));
+    if (isRegExp(layer.regexp)) {
+      // express 4: one RegExp with the paths' sources as alternatives, the layer's flags.
+      this.regexps = layers.map((one) => new RegExp(one.regexp.source, layer.regexp.flags));
+      this.layers = undefined;
+    } else {
+      this.regexps = undefined;
+      this.layers = layers; // express 5's router: one matcher per path, in order
+    }
+  }
+
+  // The number of the path that matches `path` (-1: none).
+  pick(path) {
+    if (typeof path !== 'string') return -1;
+    if (this.regexps !== undefined) {
+      let best = -1;
+      let bestAt = Infinity;
+      for (let i = 0; i < this.regexps.length; i++) {
+        const at = path.search(this.regexps[i]);
+        if (at >= 0 && at < bestAt) {
+          best = i;
+          bestAt = at;
+        }
+      }
+      return best;
+    }
+    for (let i = 0; i < this.layers.length; i++) {
+      try {
+        if (this.layers[i].match(path)) return i;
+      } catch {
+        return -1; // a parameter that does not decode: the router failed the same way before
+      }
+    }
+    return -1;
+  }
+}
+
+// A PathChoice for `layer` with several paths (undefined when it has one, or express's Layer could
+// not be used as expected: the template is then not told).
+function pathChoice(paths, layer, options) {
+  if (paths.length < 2 || typeof layer.constructor !== 'function') return undefined;
+  try {
+    return new PathChoice(paths, layer, options);
+  } catch {
+    return undefined;
+  }
+}
+
+// Records the PathChoice of a route layer with several paths.
+function describeRoute(router, layer) {
+  const route = layer.route;
+  if (route === null || typeof route !== 'object' || !Array.isArray(route.path) || routeChoices.has(route)) return;
+  const paths = pathsOf(route.path);
+  if (paths.length < 2) return;
+  const options = { sensitive: router.caseSensitive, strict: router.strict, end: true };
+  routeChoices.set(route, pathChoice(paths, layer, options) ?? null);
+}
+
+// The express 4 `proto` object, or express 5's Router.prototype: where use(), route() and handle()
+// live, found from a router.
+function routerPrototype(router) {
+  for (let p = Object.getPrototypeOf(router); p !== null; p = Object.getPrototypeOf(p)) {
+    if (isRouterPrototype(p)) return p;
+  }
+  throw new TypeError(`heap-labels: ${WHERE}: the app's router has no use()/route()/handle() (not express 4 or 5?)`);
+}
+
+// The same from the module's Router export: express 4's Router is `proto` itself, express 5's is
+// a class (the `router` package's) with the methods on its prototype.
+function routerModulePrototype(Router) {
+  if (isRouterPrototype(Router)) return Router;
+  if (typeof Router === 'function' && isRouterPrototype(Router.prototype)) return Router.prototype;
+  throw new TypeError(`heap-labels: ${WHERE}: express.Router has no use()/route()/handle() (not express 4 or 5?)`);
+}
+
+function isRouterPrototype(p) {
+  return (
+    p !== null &&
+    p !== undefined &&
+    Object.hasOwn(p, 'use') &&
+    Object.hasOwn(p, 'route') &&
+    Object.hasOwn(p, 'handle')
+  );
+}
+
+// Wraps the router prototype's use() (to record mount paths), route() (to record the routes with
+// several paths) and handle() (to follow a request dispatched again from an ancestor router).
+// `proto` is routerPrototype(router) or routerModulePrototype(express.Router).
+function patchRouterPrototype(proto) {
+  if (proto[kPatched]) return;
+  const { use, route, handle } = proto;
+  proto.use = function use_(fn) {
+    const path = mountPathOf(fn);
+    const before = this.stack.length;
+    const result = use.apply(this, arguments);
+    for (let i = before; i < this.stack.length; i++) adopt(this, this.stack[i], path);
+    return result;
+  };
+  proto.route = function route_() {
+    const result = route.apply(this, arguments);
+    const layer = this.stack[this.stack.length - 1];
+    if (layer !== undefined && layer.route === result) describeRoute(this, layer);
+    return result;
+  };
+  proto.handle = function handle_(req, res, out) {
+    const mount = req[kMount];
+    if (mount === undefined || mount.router === this) return handle.call(this, req, res, out);
+    return enterRouter(this, handle, mount, req, res, out);
+  };
+  for (const [name, fn] of [['use', proto.use], ['route', proto.route], ['handle', proto.handle]]) {
+    Object.defineProperty(fn, 'name', { value: name });
+  }
+  proto[kPatched] = true;
+}
+
+// A router's handle() entered while the request is in `mount`, whose router it is not.
+function enterRouter(router, handle, mount, req, res, out) {
+  if (mount.router === undefined) {
+    // The first router entered below a sub-app's mount is the sub-app's; what was registered on it
+    // before installation is adopted now. The first router entered at an app's root Mount is the
+    // app's (the automatic instrumentation makes the root before express creates the router).
+    mount.router = router;
+    adoptStack(router);
+    return handle.call(router, req, res, out);
+  }
+  if (typeof out === 'function') {
+    for (let above = mount.parent; above !== undefined; above = above.parent) {
+      if (above.router !== router) continue;
+      // Dispatched again from the top of a router the request is already inside.
+      const base = req[kBase];
+      req[kMount] = above;
+      req[kBase] = req.baseUrl;
+      return handle.call(router, req, res, function leaveRedispatch(error) {
+        req[kMount] = mount;
+        req[kBase] = base;
+        return out.apply(this, arguments);
+      });
+    }
+  }
+  return handle.call(router, req, res, out); // called directly (router(req, res, next)): the caller's place
+}
+
+// The path argument of use() as express reads it: a leading non-function (or array of those).
+function mountPathOf(first) {
+  if (typeof first === 'function') return '/';
+  let arg = first;
+  while (Array.isArray(arg) && arg.length !== 0) arg = arg[0];
+  return typeof arg === 'function' ? '/' : first;
+}
+
+// A router (express.Router(), or any router of the `router` package) or an express sub-app (whose
+// mount layer's handle is express's `mounted_app` closure).
+function isMount(handle) {
+  return typeof handle === 'function' && (routerOf(handle) !== undefined || unwrapped(handle).name === 'mounted_app');
+}
+
+function describeRoutes(router) {
+  for (const layer of router.stack) if (layer.route !== undefined) describeRoute(router, layer);
+}
+
+// Layers that existed before installation: their mount paths from what the layer still knows. A
+// mount whose path express 4 does not keep is an error naming the fix when `strict` (in
+// expressRouteLabels(app), for the app's own router); found later (in a router being mounted, or in
+// a sub-app's router when a request first enters it) it gets no template instead: its routes are
+// labeled as unmatched, with a warning. A wrong prefix would be worse, and neither app.use() nor a
+// request may fail because of the labels.
+function adoptStack(router, strict = false) {
+  describeRoutes(router);
+  for (const layer of router.stack) {
+    if (layer[kAdopted] || !isMount(layer.handle)) continue;
+    let path;
+    if (layer.rawPath !== undefined) path = layer.rawPath; // router >= 2.3 (express 5)
+    else if (layer.slash === true || (layer.regexp && layer.regexp.fast_slash === true)) path = '/';
+    else if (strict) {
+      throw new Error(
+        `heap-labels: ${WHERE}: ${layer.handle.name || 'a router'} was mounted before ` +
+          'expressRouteLabels(app) was called, and express does not keep its mount path: call ' +
+          'expressRouteLabels(app) right after creating the app, before mounting routers or sub-apps',
+      );
+    } else {
+      process.emitWarning(
+        `heap-labels: ${WHERE}: ${layer.handle.name || 'a router'} was mounted before ` +
+          'expressRouteLabels(app) was called, and express does not keep its mount path: the routes ' +
+          'below it are labeled as unmatched (call expressRouteLabels(app) before building routers)',
+        { code: 'HEAP_LABELS_ROUTE' },
+      );
+    }
+    adopt(router, layer, path, strict);
+  }
+}
+
+// A layer just added by `router`.use(path, ...): a mount of a router or sub-app gets its paths
+// recorded and its handle_request wrapped (path undefined: not known, no template below it).
+function adopt(router, layer, path, strict = false) {
+  if (layer[kAdopted]) return;
+  layer[kAdopted] = true;
+  const handle = layer.handle;
+  if (!isMount(handle)) return;
+  if (routerOf(handle) !== undefined) adoptStack(handle, strict); // populated before installation
+  const paths = pathsOf(path);
+  if (paths.length === 0 || paths.every((one) => formatPath(one) === '/' || one === '')) return; // at the root
+  const options = { sensitive: router.caseSensitive, strict: false, end: false };
+  const choice = pathChoice(paths, layer, options);
+  const method = typeof layer.handleRequest === 'function' ? 'handleRequest' : 'handle_request';
+  const handleRequest = layer[method];
+  // While the request is inside the mounted router, its mount is one level down; when the router
+  // hands the request back (next, with or without an error), it is restored.
+  layer[method] = function handleMounted(req, res, next) {
+    const parent = req[kMount];
+    if (parent === undefined) return handleRequest.call(this, req, res, next);
+    const base = req[kBase];
+    const index = paths.length === 1 ? 0 : choice === undefined ? -1 : choice.pick(consumedBy(req.baseUrl, base));
+    if (index < 0) untold(parent, paths);
+    req[kMount] = parent.child(layer, paths, index);
+    req[kBase] = req.baseUrl;
+    return handleRequest.call(this, req, res, function leaveMount(error) {
+      req[kMount] = parent;
+      req[kBase] = base;
+      return next(error);
+    });
+  };
+}
+
+// The text a mount consumed: what it added to req.baseUrl (undefined if that cannot be told).
+function consumedBy(baseUrl, before) {
+  if (typeof baseUrl !== 'string' || typeof before !== 'string' || !baseUrl.startsWith(before)) return undefined;
+  return baseUrl.slice(before.length);
+}
+
+// Starts tracking a request of a labeled app at its root Mount; false if the request is already
+// tracked (a sub-app whose parent is labeled too keeps the parent's state and mount prefix).
+function enterApp(req, root) {
+  if (req[kMount] !== undefined) return false;
+  req[kMount] = root;
+  req[kBase] = typeof req.baseUrl === 'string' ? req.baseUrl : '';
+  return true;
+}
+
+function requestMount(req) {
+  return req[kMount];
+}
+
+// The template of `route`, which the router just matched for `req` (in `mount`, its Mount):
+// undefined when it cannot be told (it is then labeled as unmatched).
+function routeTemplate(req, mount, route) {
+  let at = mount;
+  if (at.prefix !== '' && fullUrlRestored(req)) at = at.root;
+  let index = 0;
+  if (Array.isArray(route.path)) {
+    const choice = routeChoices.get(route);
+    if (choice !== undefined) index = choice === null ? -1 : choice.pick(pathnameOf(req));
+    else if (pathsOf(route.path).length > 1) index = -1; // registered where route() was not seen
+    if (index < 0) untold(mount, route.path);
+  }
+  return at.template(route, index);
+}
+
+// A route or mount with several paths, of which the one that matched could not be told: its
+// requests are labeled as unmatched, and the app's labeler warns once.
+function untold(mount, paths) {
+  const list = pathsOf(paths).map(formatPath).join(', ');
+  mount.labeler.warnOnce(
+    `paths ${list}`,
+    `cannot tell which of the paths [${list}] matched a request: its requests are labeled as unmatched`,
+  );
+}
+
+// Whether middleware inside a mount set req.url back to the full URL: something was trimmed
+// (req.baseUrl) but req.url has the pathname of req.originalUrl.
+function fullUrlRestored(req) {
+  const { baseUrl, url, originalUrl } = req;
+  if (typeof baseUrl !== 'string' || baseUrl === '' || typeof url !== 'string' || typeof originalUrl !== 'string') {
+    return false;
+  }
+  if (url === originalUrl) return true;
+  if (baseUrl.length + url.length === originalUrl.length) return false; // as trimmed: not rewritten
+  const length = pathEnd(url);
+  if (length !== pathEnd(originalUrl)) return false;
+  for (let i = 0; i < length; i++) if (url.charCodeAt(i) !== originalUrl.charCodeAt(i)) return false;
+  return true;
+}
+
+function pathEnd(url) {
+  const query = url.indexOf('?');
+  return query === -1 ? url.length : query;
+}
+
+// The pathname the router matched: parseurl's, cached on the request by the router for req.url.
+function pathnameOf(req) {
+  const parsed = req._parsedUrl;
+  const url = req.url;
+  if (parsed !== null && typeof parsed === 'object' && parsed._raw === url && typeof parsed.pathname === 'string') {
+    return parsed.pathname;
+  }
+  return typeof url === 'string' ? url.slice(0, pathEnd(url)) : undefined;
+}
+
+module.exports = {
+  Mount,
+  routerPrototype,
+  routerModulePrototype,
+  patchRouterPrototype,
+  adoptStack,
+  enterApp,
+  requestMount,
+  routeTemplate,
+};
