@@ -137,6 +137,15 @@ async function main() {
         .slice(0, topSites)
         .map(([site, bytes]) => `  - ${perRequest(bytes)} B: \`${site}\``);
       sites.push(`- ${framework} on ${runtime.name}:`, ...(top.length ? top : ['  - none']));
+      // Other owners that allocate more (or less) with the integration: the framework running the
+      // integration's hook, or saving what the integration does instead of it.
+      const owners = new Set([...Object.keys(sampling.owners), ...Object.keys(integration.owners)]);
+      const moved = [...owners]
+        .filter((owner) => !ours(owner))
+        .map((owner) => [owner, perRequest((integration.owners[owner] ?? 0) - (sampling.owners[owner] ?? 0))])
+        .filter(([, bytes]) => Math.abs(bytes) >= 24)
+        .sort((a, b) => b[1] - a[1]);
+      if (moved.length) sites.push(`  - elsewhere, integration minus sampling: ${moved.map(([o, b]) => `${o} ${b > 0 ? '+' : ''}${b} B`).join(', ')}`);
     }
   }
   console.log(
