@@ -33,7 +33,7 @@ function setHeapProfileLabels(labels) {
 
 function getHeapProfileLabels() {
   const holder = storage.getStore();
-  return holder === undefined ? undefined : labelsOfHolder(holder);
+  return holder === undefined ? undefined : labelsOf(holder);
 }
 
 // For lib/integrations/request-context.js, which runs a request's own event listeners under the
@@ -53,10 +53,19 @@ function applyWithLabelHolder(holder, fn, thisArg, args) {
 // request holder: a label holder whose labels are decided later, when routing knows the route.
 // What the request allocates before (middleware, body parsing) is read under the labels it is
 // bound to at read time. `bucket` and `labels` are interned label objects with labels of their
-// own. The holder's `labels` (what getHeapProfileLabels() reads) follows its bindings.
+// own. A request holder has no property of its own (one per request: a property would cost it a
+// property array): what getHeapProfileLabels() reads for it, the labels it is bound to, is kept
+// in a table on the storage, which realms sharing the addon share.
+const kRequestHolderLabels = Symbol.for('heap-labels.request-holder-labels');
+let requestHolderLabels = storage[kRequestHolderLabels]; // request holder -> the labels it is bound to
+if (requestHolderLabels === undefined) {
+  requestHolderLabels = new WeakMap();
+  Object.defineProperty(storage, kRequestHolderLabels, { value: requestHolderLabels });
+}
+
 function enterRequestLabels(bucket) {
   const holder = native.createRequestHolder(holderOf(bucket));
-  Object.defineProperty(holder, 'labels', { value: bucket, writable: true });
+  requestHolderLabels.set(holder, bucket);
   storage.enterWith(holder);
   return holder;
 }
@@ -64,9 +73,16 @@ function enterRequestLabels(bucket) {
 // Binds the request holder `holder` to `labels`: the request's samples and external bytes so far
 // and from now on are read under them.
 function bindRequestLabels(holder, labels) {
-  if (holder.labels === labels) return;
+  if (requestHolderLabels.get(holder) === labels) return;
   native.bindRequestHolder(holder, holderOf(labels));
-  holder.labels = labels;
+  requestHolderLabels.set(holder, labels);
+}
+
+// This realm's labels of a label holder: its own `labels` property (lib/labels.js), or for a
+// request holder the labels it is bound to.
+function labelsOf(holder) {
+  const labels = holder.labels;
+  return labelsOfHolder(holder, labels === undefined ? requestHolderLabels.get(holder) : labels);
 }
 
 let acfEnabled;

@@ -283,11 +283,11 @@ function holderOnOverflow(labels) {
   return holder;
 }
 
-// This realm's label object of a holder's labels. Realms that share the addon share the labels
-// key (one set of labels per isolate), so a holder may come from another realm's instance.
-// (Its frozen object is validated once, then found in frozenUserLabels.)
-function labelsOfHolder(holder) {
-  const labels = holder.labels;
+// This realm's label object of a holder's labels (`labels`: the holder's `labels` property, or
+// what a request holder is bound to). Realms that share the addon share the labels key (one set
+// of labels per isolate), so a holder may come from another realm's instance. (Its frozen object
+// is validated once, then found in frozenUserLabels.)
+function labelsOfHolder(holder, labels = holder.labels) {
   return interned.has(labels) ? labels : intern(labels, 'getHeapProfileLabels');
 }
 

@@ -25,18 +25,13 @@ const { isRegExp } = require('node:util').types;
 const { METHODS } = require('node:http');
 const { setHeapProfileLabels, currentLabelHolder, enterRequestLabels, bindRequestLabels } = require('../context');
 const { MAX_LABELS, intern, internWith } = require('../labels');
-const { bindRequest } = require('./request-context');
+const { bindRequest, ensureState } = require('./request-context');
 const { claim } = require('../instrument/servers');
 
 const DEFAULT_KEY = 'route';
 const DEFAULT_UNMATCHED = '(unmatched)';
 const DEFAULT_MAX_ROUTES = 1000;
-const KNOWN_METHODS = new Set(METHODS);
 const LONGEST_METHOD = METHODS.reduce((a, b) => (b.length > a.length ? b : a));
-
-// request (node:http's IncomingMessage) -> its request holder, shared by every labeler (the
-// zero-code node:http start and a framework's routing may be different labelers).
-const kRequestHolder = Symbol('heap-labels.request-holder');
 
 // Route templates are the paths of the app's own route table, as written, joined to the paths the
 // routes are mounted under (docs/api.md, "Route templates"):
@@ -106,6 +101,9 @@ class RouteLabeler {
     // (the longest method's bucket stands for all of them).
     this.bucket = internWith(this.none, key, unmatched, `${where}: option "unmatched"`);
     internWith(this.none, key, `${unmatched} ${LONGEST_METHOD}`, `${where}: option "unmatched"`);
+    // method -> its bucket value, made once: a string built per request would be allocated, and
+    // flattened again for the cache lookup, on every request.
+    this.bucketValues = new Map(METHODS.map((method) => [method, `${unmatched} ${method}`]));
     this.plain = new Map([[unmatched, this.bucket]]); // label value -> labels, without extra labels
     this.withExtras = new WeakMap(); // interned extra labels -> Map(template -> labels)
     this.accepted = new Set(); // templates with their own label value (at most maxRoutes)
@@ -140,7 +138,7 @@ class RouteLabeler {
   // The bucket value of a request with HTTP method `method`: `unmatched` and the method for the
   // methods node:http knows (a bounded set), `unmatched` alone otherwise.
   bucketValue(method) {
-    return KNOWN_METHODS.has(method) ? `${this.unmatched} ${method}` : this.unmatched;
+    return this.bucketValues.get(method) ?? this.unmatched;
   }
 
   // The frozen label object of `template` (undefined: the bucket of `method`) with `extras`.
@@ -189,17 +187,20 @@ class RouteLabeler {
   // Starts `request` under a request holder bound to its method's bucket (with `extras`), for
   // the rest of the current async context and as the labels of its own event listeners; returns
   // the bucket's labels. A request started already (by another labeler) keeps its holder, bound
-  // to this labeler's bucket.
+  // to this labeler's bucket. The request's state (request-context.js) keeps the holder, shared
+  // by every labeler (the zero-code node:http start and a framework's routing may be different
+  // labelers).
   startRequest(request, extras) {
     const labels = this.routeLabels(undefined, extras, request?.method);
-    const holder = request?.[kRequestHolder];
-    if (holder !== undefined) return this.enterLabels(request, labels);
-    if (request !== null && typeof request === 'object') {
-      request[kRequestHolder] = enterRequestLabels(labels);
-      bindRequest(request);
-    } else {
+    if (request === null || typeof request !== 'object') {
       setHeapProfileLabels(labels);
+      return labels;
     }
+    const state = ensureState(request);
+    if (state.holder !== undefined) return this.enterLabels(request, labels);
+    state.holder = enterRequestLabels(labels);
+    state.labels = labels;
+    bindRequest(request, state);
     return labels;
   }
 
@@ -208,20 +209,25 @@ class RouteLabeler {
   // the rest of the current async context and as the labels of its own event listeners. Returns
   // them.
   enterLabels(request, labels) {
-    const holder = request?.[kRequestHolder];
+    const state = request !== null && typeof request === 'object' ? ensureState(request) : undefined;
+    const holder = state === undefined ? undefined : state.holder;
     if (holder !== undefined) {
       bindRequestLabels(holder, labels);
+      state.labels = labels;
       // The holder is current wherever the request's context went; where it is not (a context
       // lost on the way, or user labels entered since), the route's labels are entered as today.
       if (currentLabelHolder() !== holder) {
         setHeapProfileLabels(labels);
-        bindRequest(request);
+        bindRequest(request, state);
       }
       return labels;
     }
     setHeapProfileLabels(labels);
-    bindRequest(request);
-    claim(request);
+    if (state !== undefined) {
+      state.labels = labels;
+      bindRequest(request, state);
+      claim(state);
+    }
     return labels;
   }
 
