@@ -70,10 +70,10 @@ function noteFallback(request, server) {
   ensureState(request).fallbackServer = server;
 }
 
-// Called whenever labels are entered for a request that was not started under a request holder
-// (lib/integrations/route-labels.js; `state` is the request's state): a request that got the
-// fallback label is now labeled by a framework or an explicit integration, so its server is
-// served by one, and its next requests start with the bucket instead.
+// Called whenever a framework starts a request or labels are entered for a request not started
+// under a request holder (lib/integrations/route-labels.js; `state` is the request's state): a
+// request that got the fallback label is now labeled by a framework or an explicit integration,
+// so its server is served by one, and its next requests start with the bucket instead.
 function claim(state) {
   const server = state.fallbackServer;
   if (server === undefined) return;

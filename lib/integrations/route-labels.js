@@ -189,7 +189,8 @@ class RouteLabeler {
   // the bucket's labels. A request started already (by another labeler) keeps its holder, bound
   // to this labeler's bucket. The request's state (request-context.js) keeps the holder, shared
   // by every labeler (the zero-code node:http start and a framework's routing may be different
-  // labelers).
+  // labelers). A framework starts its requests here: a server that was taken for a plain one
+  // (its listener wraps the framework's) is a framework's from now on (claim).
   startRequest(request, extras) {
     const labels = this.routeLabels(undefined, extras, request?.method);
     if (request === null || typeof request !== 'object') {
@@ -201,6 +202,7 @@ class RouteLabeler {
     state.holder = enterRequestLabels(labels);
     state.labels = labels;
     bindRequest(request, state);
+    claim(state);
     return labels;
   }
 
