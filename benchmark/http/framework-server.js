@@ -5,7 +5,7 @@
 // traffic for every framework, so that what the integration adds per request stands out.
 //
 //   node [--experimental-async-context-frame] benchmark/http/framework-server.js
-//        --framework express4|express5|fastify|koa --mode off|sampling|integration
+//        --framework express4|express5|fastify|koa --mode off|sampling|integration|automatic
 //        [--interval 524288] [--keep-collected] [--port 0]
 //
 // Modes:
@@ -13,6 +13,8 @@
 //   sampling     startHeapProfile({ sampleInterval }) at start, no labels
 //   integration  sampling, plus the framework's explicit integration (heap-labels/express,
 //                /fastify, /koa) installed as its documentation says
+//   automatic    sampling, plus the automatic route labels (lib/instrument/, what the preload and
+//                startAgent() start) started before the framework loads, with no call in the app
 // --keep-collected keeps the samples of collected objects (the include-collected flags): the profile
 // then holds what was allocated, not only what is alive, which is what the allocation benchmark
 // counts.
@@ -37,7 +39,7 @@ const mode = arg('mode', 'off');
 const interval = Number(arg('interval', 512 * 1024));
 const keepCollected = process.argv.includes('--keep-collected');
 if (!FRAMEWORKS.includes(framework)) throw new Error(`--framework must be one of ${FRAMEWORKS.join(', ')}`);
-if (!['off', 'sampling', 'integration'].includes(mode)) throw new Error(`unknown --mode ${mode}`);
+if (!['off', 'sampling', 'integration', 'automatic'].includes(mode)) throw new Error(`unknown --mode ${mode}`);
 
 const root = path.join(__dirname, '..', '..');
 const heapLabels = mode === 'off' ? null : require(root);
@@ -48,6 +50,7 @@ const profileOptions = {
 };
 let profile = heapLabels ? heapLabels.startHeapProfile(profileOptions) : null;
 const integrate = mode === 'integration';
+if (mode === 'automatic') require(path.join(root, 'lib/instrument')).startInstrumentation(() => {});
 
 // The route's answer: a small JSON object, the same for every framework.
 function user(id) {

@@ -9,11 +9,12 @@
 //
 //   node benchmark/http/integration-allocations.js --runtime 'patched=/path/to/node'
 //        [--runtime 'stock=/path/to/node --experimental-async-context-frame' ...]
-//        [--frameworks express4,express5,fastify,koa] [--requests 4000] [--warmup 2000]
-//        [--interval 256] [--sites 8]
+//        [--frameworks express4,express5,fastify,koa] [--modes integration,automatic]
+//        [--requests 4000] [--warmup 2000] [--interval 256] [--sites 8]
 //
-// A runtime is `name=<node> [flags...]`. Per runtime and framework, modes sampling and integration each
-// run in a fresh app server: warm-up requests, then /__bench/restart (a new profile), the measured
+// A runtime is `name=<node> [flags...]`. Per runtime and framework, mode sampling and each labeling
+// mode (--modes: integration, the explicit integration; automatic, the automatic route labels of
+// lib/instrument/) run in a fresh app server each: warm-up requests, then /__bench/restart (a new profile), the measured
 // requests (8 keep-alive connections, /api/users/1..100 in turn), then /__bench/allocations. Prints
 // markdown: bytes per request by owner, and the integration's largest sites.
 
@@ -36,6 +37,7 @@ const runtimes = args('runtime').map((spec) => {
 });
 if (runtimes.length === 0) throw new Error("--runtime 'name=/path/to/node [flags]' is required");
 const frameworks = arg('frameworks', 'express4,express5,fastify,koa').split(',');
+const modes = arg('modes', 'integration').split(',');
 const requests = Number(arg('requests', 4000));
 const warmup = Number(arg('warmup', 2000));
 const interval = Number(arg('interval', 256));
@@ -119,41 +121,45 @@ async function main() {
   for (const runtime of runtimes) {
     for (const framework of frameworks) {
       const sampling = await measure(runtime, framework, 'sampling');
-      const integration = await measure(runtime, framework, 'integration');
-      const total = (r) => sum(r.owners, () => true);
-      const own = sum(integration.owners, ours);
-      const byFile = Object.entries(integration.owners)
-        .filter(([k]) => ours(k))
-        .sort((a, b) => b[1] - a[1])
-        .map(([k, v]) => `${k.slice('heap-labels/'.length)} ${perRequest(v)}`)
-        .join(', ');
-      rows.push(
-        `| ${framework} | ${runtime.name} | ${perRequest(total(sampling))} | ${perRequest(total(integration))} | ` +
-          `${perRequest(total(integration) - total(sampling))} | **${perRequest(own)}** | ${byFile || '-'} |`,
-      );
-      console.error(`integration-allocations: ${framework} on ${runtime.name}: ${perRequest(own)} B per request`);
-      const top = Object.entries(integration.sites)
-        .sort((a, b) => b[1] - a[1])
-        .slice(0, topSites)
-        .map(([site, bytes]) => `  - ${perRequest(bytes)} B: \`${site}\``);
-      sites.push(`- ${framework} on ${runtime.name}:`, ...(top.length ? top : ['  - none']));
-      // Other owners that allocate more (or less) with the integration: the framework running the
-      // integration's hook, or saving what the integration does instead of it.
-      const owners = new Set([...Object.keys(sampling.owners), ...Object.keys(integration.owners)]);
-      const moved = [...owners]
-        .filter((owner) => !ours(owner))
-        .map((owner) => [owner, perRequest((integration.owners[owner] ?? 0) - (sampling.owners[owner] ?? 0))])
-        .filter(([, bytes]) => Math.abs(bytes) >= 24)
-        .sort((a, b) => b[1] - a[1]);
-      if (moved.length) sites.push(`  - elsewhere, integration minus sampling: ${moved.map(([o, b]) => `${o} ${b > 0 ? '+' : ''}${b} B`).join(', ')}`);
+      for (const mode of modes) {
+        const integration = await measure(runtime, framework, mode);
+        const total = (r) => sum(r.owners, () => true);
+        const own = sum(integration.owners, ours);
+        const byFile = Object.entries(integration.owners)
+          .filter(([k]) => ours(k))
+          .sort((a, b) => b[1] - a[1])
+          .map(([k, v]) => `${k.slice('heap-labels/'.length)} ${perRequest(v)}`)
+          .join(', ');
+        rows.push(
+          `| ${framework} | ${runtime.name} | ${mode} | ${perRequest(total(sampling))} | ${perRequest(total(integration))} | ` +
+            `${perRequest(total(integration) - total(sampling))} | **${perRequest(own)}** | ${byFile || '-'} |`,
+        );
+        console.error(`integration-allocations: ${framework} ${mode} on ${runtime.name}: ${perRequest(own)} B per request`);
+        const top = Object.entries(integration.sites)
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, topSites)
+          .map(([site, bytes]) => `  - ${perRequest(bytes)} B: \`${site}\``);
+        sites.push(`- ${framework} ${mode} on ${runtime.name}:`, ...(top.length ? top : ['  - none']));
+        // Other owners that allocate more (or less) with the labels: the framework running the
+        // integration's hook, or saving what the integration does instead of it.
+        const owners = new Set([...Object.keys(sampling.owners), ...Object.keys(integration.owners)]);
+        const moved = [...owners]
+          .filter((owner) => !ours(owner))
+          .map((owner) => [owner, perRequest((integration.owners[owner] ?? 0) - (sampling.owners[owner] ?? 0))])
+          .filter(([, bytes]) => Math.abs(bytes) >= 24)
+          .sort((a, b) => b[1] - a[1]);
+        if (moved.length) {
+          sites.push(`  - elsewhere, ${mode} minus sampling: ${moved.map(([o, b]) => `${o} ${b > 0 ? '+' : ''}${b} B`).join(', ')}`);
+        }
+      }
     }
   }
   console.log(
     `### JS heap per request (allocation profile at sampleInterval ${interval} B with the samples of ` +
       `collected objects, ${requests} requests after ${warmup} warm-up)\n`,
   );
-  console.log('| framework | runtime | all bytes, sampling | all bytes, integration | difference | integration\'s own | by file |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  console.log('| framework | runtime | mode | all bytes, sampling | all bytes, with labels | difference | heap-labels\' own | by file |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const row of rows) console.log(row);
   console.log(`\nLargest sites of the integration's own bytes (bytes per request: heap-labels frame <- allocating frame):\n`);
   for (const line of sites) console.log(line);
