@@ -33,7 +33,7 @@ function setHeapProfileLabels(labels) {
 
 function getHeapProfileLabels() {
   const holder = storage.getStore();
-  return holder === undefined ? undefined : labelsOf(holder);
+  return holder === undefined ? undefined : labelsOfHolder(holder);
 }
 
 // For lib/integrations/request-context.js, which runs a request's own event listeners under the
@@ -49,40 +49,32 @@ function applyWithLabelHolder(holder, fn, thisArg, args) {
   return storage.run(holder, Reflect.apply, fn, thisArg, args);
 }
 
+// For lib/integrations/route-labels.js, which keeps the holders of its route labels: enters
+// `holder`, the label holder of an interned label object, as setHeapProfileLabels() would.
+function enterLabelHolder(holder) {
+  storage.enterWith(holder);
+}
+
 // Late binding (docs/architecture.md, "Late binding: request cells"). A request runs under a
 // request holder: a label holder whose labels are decided later, when routing knows the route.
 // What the request allocates before (middleware, body parsing) is read under the labels it is
 // bound to at read time. `bucket` and `labels` are interned label objects with labels of their
-// own. A request holder has no property of its own (one per request: a property would cost it a
-// property array): what getHeapProfileLabels() reads for it, the labels it is bound to, is kept
-// in a table on the storage, which realms sharing the addon share.
-const kRequestHolderLabels = Symbol.for('heap-labels.request-holder-labels');
-let requestHolderLabels = storage[kRequestHolderLabels]; // request holder -> the labels it is bound to
-if (requestHolderLabels === undefined) {
-  requestHolderLabels = new WeakMap();
-  Object.defineProperty(storage, kRequestHolderLabels, { value: requestHolderLabels });
-}
-
-function enterRequestLabels(bucket) {
-  const holder = native.createRequestHolder(holderOf(bucket));
-  requestHolderLabels.set(holder, bucket);
+// own, `bucketHolder` and `labelsHolder` their label holders. The request holder's `labels`
+// (what getHeapProfileLabels() reads) follows its bindings: a plain property (a property array
+// per request; a WeakMap entry instead would cost about six times the instructions).
+function enterRequestLabels(bucket, bucketHolder) {
+  const holder = native.createRequestHolder(bucketHolder);
+  holder.labels = bucket;
   storage.enterWith(holder);
   return holder;
 }
 
 // Binds the request holder `holder` to `labels`: the request's samples and external bytes so far
 // and from now on are read under them.
-function bindRequestLabels(holder, labels) {
-  if (requestHolderLabels.get(holder) === labels) return;
-  native.bindRequestHolder(holder, holderOf(labels));
-  requestHolderLabels.set(holder, labels);
-}
-
-// This realm's labels of a label holder: its own `labels` property (lib/labels.js), or for a
-// request holder the labels it is bound to.
-function labelsOf(holder) {
-  const labels = holder.labels;
-  return labelsOfHolder(holder, labels === undefined ? requestHolderLabels.get(holder) : labels);
+function bindRequestLabels(holder, labels, labelsHolder) {
+  if (holder.labels === labels) return;
+  native.bindRequestHolder(holder, labelsHolder);
+  holder.labels = labels;
 }
 
 let acfEnabled;
@@ -112,6 +104,7 @@ module.exports = {
   asyncContextFrameEnabled,
   currentLabelHolder,
   applyWithLabelHolder,
+  enterLabelHolder,
   enterRequestLabels,
   bindRequestLabels,
 };

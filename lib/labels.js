@@ -256,6 +256,13 @@ function holderOf(labels) {
   return (serial !== undefined && native.liveLabelHolder(serial)) || holderOnOverflow(labels);
 }
 
+// Whether the holder holderOf(labels) just gave is bound to the set of `labels` itself (or to no
+// labels), not to the overflow set: it stays so, and a caller that uses the same labels over and
+// over (a route labeler) may keep it rather than ask the addon for it each time.
+function isSettledHolder(labels) {
+  return holders.has(labels);
+}
+
 // A new holder, and one made while the registry was at maxLabelSets (bound to the overflow set).
 // Each use of the latter asks the addon to bind it to its own set if there is room now (the addon
 // also does so for all such holders when a session starts, a profile is read or stats are taken),
@@ -283,11 +290,11 @@ function holderOnOverflow(labels) {
   return holder;
 }
 
-// This realm's label object of a holder's labels (`labels`: the holder's `labels` property, or
-// what a request holder is bound to). Realms that share the addon share the labels key (one set
-// of labels per isolate), so a holder may come from another realm's instance. (Its frozen object
-// is validated once, then found in frozenUserLabels.)
-function labelsOfHolder(holder, labels = holder.labels) {
+// This realm's label object of a holder's labels. Realms that share the addon share the labels
+// key (one set of labels per isolate), so a holder may come from another realm's instance.
+// (Its frozen object is validated once, then found in frozenUserLabels.)
+function labelsOfHolder(holder) {
+  const labels = holder.labels;
   return interned.has(labels) ? labels : intern(labels, 'getHeapProfileLabels');
 }
 
@@ -328,6 +335,7 @@ module.exports = {
   internPairs,
   internWith,
   holderOf,
+  isSettledHolder,
   labelsOfHolder,
   labelsOfSets,
 };

@@ -1,8 +1,8 @@
 'use strict';
 // The route labels of the framework integrations (heap-labels/express, /fastify, /koa, /http):
-// one interned, frozen label object per route template, kept in a Map, so that labeling a request
-// costs a Map lookup and one setHeapProfileLabels (AsyncLocalStorage.enterWith) of an object that
-// is already validated and interned, never a validation.
+// one interned, frozen label object per route template, kept in a Map with its label holder, so
+// that labeling a request costs a Map lookup and one AsyncLocalStorage.enterWith of a holder the
+// labeler has (or one binding of the request's holder), never a validation.
 //
 // Cardinality: a label value is a route template ('/users/:id'), never a raw URL. Requests that
 // match no route get the bucket of their method (`unmatched` and the method: '(unmatched) GET'; a
@@ -16,6 +16,12 @@
 // Extra labels come from the user's `labels(request)` function once per request; its result is
 // validated like any label set (a frozen object it returns again is validated only once).
 //
+// The labeler keeps the label holder of each label object it made (once bound to the object's own
+// set, lib/labels.js isSettledHolder): entering or binding a route then asks the addon for
+// nothing (a native lookup per use costs about 2,000 instructions). So the sets of a labeler's
+// templates stay interned while its caches hold them: at most maxRoutes per extra-label set, for
+// the labeler's life (an extra-label set's, while its interned object lives).
+//
 // Entering labels for a request also makes them the request's own (request-context.js): the
 // listeners of its IncomingMessage and ServerResponse run under them. And it tells the automatic
 // instrumentation that the request's server has an integration, so that its next requests start
@@ -23,8 +29,13 @@
 
 const { isRegExp } = require('node:util').types;
 const { METHODS } = require('node:http');
-const { setHeapProfileLabels, currentLabelHolder, enterRequestLabels, bindRequestLabels } = require('../context');
-const { MAX_LABELS, intern, internWith } = require('../labels');
+const {
+  currentLabelHolder,
+  enterLabelHolder,
+  enterRequestLabels,
+  bindRequestLabels,
+} = require('../context');
+const { MAX_LABELS, intern, internWith, holderOf, isSettledHolder } = require('../labels');
 const { bindRequest, ensureState } = require('./request-context');
 const { claim } = require('../instrument/servers');
 
@@ -106,6 +117,7 @@ class RouteLabeler {
     this.bucketValues = new Map(METHODS.map((method) => [method, `${unmatched} ${method}`]));
     this.plain = new Map([[unmatched, this.bucket]]); // label value -> labels, without extra labels
     this.withExtras = new WeakMap(); // interned extra labels -> Map(template -> labels)
+    this.holders = new WeakMap(); // labels made here -> their label holder, once settled
     this.accepted = new Set(); // templates with their own label value (at most maxRoutes)
     this.warned = new Set();
   }
@@ -157,6 +169,15 @@ class RouteLabeler {
     return labels;
   }
 
+  // The label holder of `labels` (made by this labeler), kept once it is bound to their own set.
+  holderFor(labels) {
+    const kept = this.holders.get(labels);
+    if (kept !== undefined) return kept;
+    const holder = holderOf(labels);
+    if (isSettledHolder(labels)) this.holders.set(labels, holder);
+    return holder;
+  }
+
   cacheOf(extras) {
     let cache = this.withExtras.get(extras);
     if (cache === undefined) {
@@ -194,12 +215,12 @@ class RouteLabeler {
   startRequest(request, extras) {
     const labels = this.routeLabels(undefined, extras, request?.method);
     if (request === null || typeof request !== 'object') {
-      setHeapProfileLabels(labels);
+      enterLabelHolder(this.holderFor(labels));
       return labels;
     }
     const state = ensureState(request);
     if (state.holder !== undefined) return this.enterLabels(request, labels);
-    state.holder = enterRequestLabels(labels);
+    state.holder = enterRequestLabels(labels, this.holderFor(labels));
     state.labels = labels;
     bindRequest(request, state);
     claim(state);
@@ -213,18 +234,19 @@ class RouteLabeler {
   enterLabels(request, labels) {
     const state = request !== null && typeof request === 'object' ? ensureState(request) : undefined;
     const holder = state === undefined ? undefined : state.holder;
+    const labelsHolder = this.holderFor(labels);
     if (holder !== undefined) {
-      bindRequestLabels(holder, labels);
+      bindRequestLabels(holder, labels, labelsHolder);
       state.labels = labels;
       // The holder is current wherever the request's context went; where it is not (a context
       // lost on the way, or user labels entered since), the route's labels are entered as today.
       if (currentLabelHolder() !== holder) {
-        setHeapProfileLabels(labels);
+        enterLabelHolder(labelsHolder);
         bindRequest(request, state);
       }
       return labels;
     }
-    setHeapProfileLabels(labels);
+    enterLabelHolder(labelsHolder);
     if (state !== undefined) {
       state.labels = labels;
       bindRequest(request, state);
