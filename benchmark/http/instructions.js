@@ -6,7 +6,8 @@
 //   node benchmark/http/instructions.js --node <patched node> [--stock <stock node>]
 //        [--requests 2000] [--warmup 1000] [--repeat 2] [--modes off,sampling,labels,allocations]
 //        [--apps http,express4,express5,fastify,koa] [--intervals 524288,65536]
-//        [--framework-modes sampling,integration] [--framework-runtimes patched,stock]
+//        [--framework-modes sampling,integration,automatic] [--framework-runtimes patched,stock]
+//        [--threads all|main]
 //
 // Apps (--apps, default http):
 // - http: the HTTP benchmark's app server (app-server.js, database server, three routes). For each
@@ -14,8 +15,10 @@
 //   trackAllocations; and stock off when --stock is given).
 // - express4, express5, fastify, koa: the framework app servers (framework-server.js: one small JSON
 //   route, GET /api/users/:id, the same traffic for each). For each sampling interval (--intervals)
-//   modes sampling (the profiler alone) and integration (sampling + the framework's explicit
-//   integration), on the patched runtime (and on stock with --framework-runtimes patched,stock).
+//   modes sampling (the profiler alone), integration (sampling + the framework's explicit
+//   integration) and, with --framework-modes ...,automatic, automatic (sampling + the automatic
+//   route labels, no call in the app), on the patched runtime (and on stock with
+//   --framework-runtimes patched,stock).
 // Each run starts a fresh app server under `valgrind --tool=callgrind`; after the warm-up requests
 // the counters are zeroed (callgrind_control -z), the measured requests run, and the counters are
 // dumped (callgrind_control -d): instructions of exactly those requests, JIT, GC and profiler
@@ -43,6 +46,12 @@ const apps = arg('apps', 'http').split(',');
 const intervals = arg('intervals', `${512 * 1024},${64 * 1024}`).split(',').map(Number);
 const frameworkModes = arg('framework-modes', 'sampling,integration').split(',');
 const frameworkRuntimes = arg('framework-runtimes', 'patched').split(',');
+// Each run counts every thread apart (--separate-threads): `all` is the sum (JIT compilers,
+// concurrent GC and the profiler included), `main` the main thread's (steadier from run to run:
+// without the background work, whose share varies with timing). --threads picks the count the
+// HTTP app's table shows; the framework tables show both.
+const threads = arg('threads', 'all');
+if (!['all', 'main'].includes(threads)) throw new Error('--threads must be all or main');
 if (!patched) throw new Error('--node <path of the node to measure> is required');
 const FRAMEWORKS = ['express4', 'express5', 'fastify', 'koa'];
 for (const app of apps) {
@@ -93,6 +102,7 @@ async function measure(run, dir) {
       `--callgrind-out-file=${out}`,
       '--dump-instr=no',
       '--compress-strings=no',
+      '--separate-threads=yes',
       run.node,
       '--experimental-async-context-frame',
       ...run.args,
@@ -120,8 +130,16 @@ async function measure(run, dir) {
       await exited;
     }
   }
-  // callgrind_control -d writes <file>.1; <file> itself holds what ran after it, until exit.
-  return dumpedInstructions(path.join(dir, `callgrind.${tag}.${pid}.1`)) / requests;
+  // callgrind_control -d writes <file>.1-NN, one per thread (01: the main thread); <file>-NN
+  // hold what ran after it, until exit.
+  const prefix = `callgrind.${tag}.${pid}.1-`;
+  const dumps = fs.readdirSync(dir).filter((file) => file.startsWith(prefix));
+  if (!dumps.includes(`${prefix}01`)) throw new Error(`no main-thread dump ${prefix}01 in ${dir}`);
+  const count = (file) => dumpedInstructions(path.join(dir, file));
+  return {
+    main: count(`${prefix}01`) / requests,
+    all: dumps.reduce((sum, file) => sum + count(file), 0) / requests,
+  };
 }
 
 const median = (xs) => {
@@ -188,7 +206,10 @@ async function main() {
       for (const run of r % 2 ? [...runs].reverse() : runs) {
         const perRequest = await measure(run, dir);
         results.get(run.name).push(perRequest);
-        console.error(`instructions: ${run.name} run ${r + 1}: ${Math.round(perRequest)} per request`);
+        console.error(
+          `instructions: ${run.name} run ${r + 1}: ${Math.round(perRequest.all)} per request ` +
+            `(main thread ${Math.round(perRequest.main)})`,
+        );
       }
     }
   } finally {
@@ -196,14 +217,18 @@ async function main() {
     if (!process.env.KEEP_CALLGRIND) fs.rmSync(dir, { recursive: true, force: true });
     else console.error(`kept ${dir}`);
   }
-  const m = (name) => median(results.get(name));
-  const pct = (a, b) =>
-    results.has(a) && results.has(b) ? `${((m(a) / m(b) - 1) * 100).toFixed(2)} %` : 'not measured';
-  const spread = (name) => {
-    const xs = results.get(name);
+  // Medians and ranges of one count (`all` or `main`) over the runs of a mode.
+  const counts = (name, which) => results.get(name).map((r) => r[which]);
+  const m = (name, which = threads) => median(counts(name, which));
+  const pct = (a, b, which = threads) =>
+    results.has(a) && results.has(b) ? `${((m(a, which) / m(b, which) - 1) * 100).toFixed(2)} %` : 'not measured';
+  const spread = (name, which = threads) => {
+    const xs = counts(name, which);
     return `${Math.round(Math.min(...xs))}..${Math.round(Math.max(...xs))}`;
   };
-  const title = `(callgrind, ${requests} requests after ${warmup} warm-up, ${repeat} runs per mode)`;
+  const title =
+    `(callgrind, ${threads === 'main' ? 'main thread' : 'all threads'}, ${requests} requests after ${warmup} warm-up, ` +
+    `${repeat} runs per mode)`;
   if (apps.includes('http')) {
     const httpRuns = runs.filter((run) => run.app === 'http');
     console.log(`### Instructions per request, HTTP app ${title}\n`);
@@ -222,26 +247,42 @@ async function main() {
   }
   const frameworkRuns = runs.filter((run) => run.app !== 'http');
   if (frameworkRuns.length > 0) {
-    if (apps.includes('http')) console.log('');
-    console.log(`### Instructions per request, framework apps (GET /api/users/:id) ${title}\n`);
-    console.log('| app | runtime | interval | sampling alone (median; range) | sampling + integration (median; range) | integration vs sampling alone |');
-    console.log('| --- | --- | --- | --- | --- | --- |');
+    const auto = frameworkModes.includes('automatic');
     const name = (run, mode) => `${run.app} ${run.runtime} ${mode} ${kib(run.interval)}`;
-    for (const run of frameworkRuns.filter((r) => r.mode === 'sampling')) {
-      const sampling = name(run, 'sampling');
-      const integration = name(run, 'integration');
-      const cell = (n) => (results.has(n) ? `${Math.round(m(n))} (${spread(n)})` : 'not measured');
+    for (const which of ['main', 'all']) {
+      if (apps.includes('http') || which === 'all') console.log('');
+      const what = which === 'main' ? 'main thread' : 'all threads';
       console.log(
-        `| ${run.app} | ${run.runtime} | ${kib(run.interval)} | ${cell(sampling)} | ${cell(integration)} | **${pct(integration, sampling)}** |`,
+        `### Instructions per request, framework apps (GET /api/users/:id), ${what} ` +
+          `(callgrind, ${requests} requests after ${warmup} warm-up, ${repeat} runs per mode)\n`,
       );
-    }
-    const offRuns = frameworkRuns.filter((r) => r.mode === 'off');
-    if (offRuns.length > 0) {
-      console.log('\n| app | runtime | profiler off | sampling vs off (first interval) |');
-      console.log('| --- | --- | --- | --- |');
-      for (const run of offRuns) {
-        const first = `${run.app} ${run.runtime} sampling ${kib(intervals[0])}`;
-        console.log(`| ${run.app} | ${run.runtime} | ${Math.round(m(run.name))} (${spread(run.name)}) | ${pct(first, run.name)} |`);
+      console.log(
+        '| app | runtime | interval | sampling alone (median; range) | sampling + integration (median; range) | integration vs sampling alone |' +
+          (auto ? ' sampling + automatic (median; range) | automatic vs sampling alone |' : ''),
+      );
+      console.log(`| --- | --- | --- | --- | --- | --- |${auto ? ' --- | --- |' : ''}`);
+      for (const run of frameworkRuns.filter((r) => r.mode === 'sampling')) {
+        const sampling = name(run, 'sampling');
+        const integration = name(run, 'integration');
+        const automatic = name(run, 'automatic');
+        const cell = (n) => (results.has(n) ? `${Math.round(m(n, which))} (${spread(n, which)})` : 'not measured');
+        console.log(
+          `| ${run.app} | ${run.runtime} | ${kib(run.interval)} | ${cell(sampling)} | ${cell(integration)} | ` +
+            `**${pct(integration, sampling, which)}** |` +
+            (auto ? ` ${cell(automatic)} | **${pct(automatic, sampling, which)}** |` : ''),
+        );
+      }
+      const offRuns = frameworkRuns.filter((r) => r.mode === 'off');
+      if (offRuns.length > 0) {
+        console.log('\n| app | runtime | profiler off | sampling vs off (first interval) |');
+        console.log('| --- | --- | --- | --- |');
+        for (const run of offRuns) {
+          const first = `${run.app} ${run.runtime} sampling ${kib(intervals[0])}`;
+          console.log(
+            `| ${run.app} | ${run.runtime} | ${Math.round(m(run.name, which))} (${spread(run.name, which)}) | ` +
+              `${pct(first, run.name, which)} |`,
+          );
+        }
       }
     }
   }
