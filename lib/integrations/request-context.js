@@ -185,13 +185,16 @@ function wrapEmit(proto, holderOf) {
 
 // Whether an emit of `event` runs a listener that should carry the request's labels: not when
 // EventEmitter's own table (`events`) has none ('error' always counts: its errorMonitor listeners
-// sit under another key), nor when its one listener is Node.js's own clearIncoming, which
-// node:http adds to a request's 'end' when the response finished first (it allocates nothing, and
-// the emit would cost a context frame per request).
+// sit under another key), nor when the one listener of an 'end' is Node.js's own clearIncoming,
+// which node:http adds to a request's 'end' when the response finished first (it allocates
+// nothing, and the emit would cost a context frame per request). Only then is a listener's name
+// read: the name of a bound function ('bound resOnFinish', on every response's 'finish') is built
+// anew at each read.
 function runsListeners(events, event) {
   if (event === 'error' || events === undefined || events === null) return true;
   const listeners = events[event];
-  return listeners !== undefined && (typeof listeners !== 'function' || listeners.name !== 'clearIncoming');
+  if (listeners === undefined) return false;
+  return event !== 'end' || typeof listeners !== 'function' || listeners.name !== 'clearIncoming';
 }
 
 // The wrapper's other path: the shadowed emit with the holder current. Its two operands come
