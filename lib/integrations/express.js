@@ -115,10 +115,10 @@ function expressRouteLabels(app, options) {
     try {
       request.extras = labeler.extrasOf(req);
     } catch (error) {
-      labeler.startRequest(req, undefined);
+      labeler.startRequest(req, undefined, request);
       return next(error);
     }
-    labeler.startRequest(req, request.extras);
+    labeler.startRequest(req, request.extras, request);
     return next();
   });
   // First in the stack, after express 4's query parser and init (which set up req.get() etc.).
@@ -168,7 +168,7 @@ function instrumentExpress(express, automatic) {
         const request = ensureState(req);
         if (enterApp(request, req, state.root)) {
           request.extras = undefined;
-          state.labeler.startRequest(req, undefined);
+          state.labeler.startRequest(req, undefined, request);
         }
       }
     } catch (error) {
@@ -219,7 +219,7 @@ function patchRequestPrototype(proto) {
         const labels = mount.labeler.routeLabels(routeTemplate(this, mount, route), state.extras, this.method);
         // Express 4 assigns the route twice (router, then Route#dispatch): enter once.
         if (labels === state.labels) return;
-        mount.labeler.enterLabels(this, labels);
+        mount.labeler.enterLabels(this, labels, state);
       } catch (error) {
         mount.labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
       }

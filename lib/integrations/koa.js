@@ -182,7 +182,7 @@ function install(app, state) {
         const labels = state.labeler.routeLabels(template, request.extras, this.req.method);
         // The router assigns a route once for the match and once before its middleware: enter once.
         if (labels === request.labels) return;
-        state.labeler.enterLabels(this.req, labels);
+        state.labeler.enterLabels(this.req, labels, request);
       } catch (error) {
         state.labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
       }
@@ -202,7 +202,7 @@ function install(app, state) {
       } catch (error) {
         badExtras = error; // the user's labels(): fails the request, with the bare bucket
       }
-      labeler.startRequest(ctx.req, request.extras);
+      labeler.startRequest(ctx.req, request.extras, request);
     } catch (error) {
       // A bug here: the request runs unlabeled rather than failing.
       labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);

@@ -211,15 +211,16 @@ class RouteLabeler {
   // to this labeler's bucket. The request's state (request-context.js) keeps the holder, shared
   // by every labeler (the zero-code node:http start and a framework's routing may be different
   // labelers). A framework starts its requests here: a server that was taken for a plain one
-  // (its listener wraps the framework's) is a framework's from now on (claim).
-  startRequest(request, extras) {
+  // (its listener wraps the framework's) is a framework's from now on (claim). `state`: the
+  // request's state, when the caller has it at hand.
+  startRequest(request, extras, state) {
     const labels = this.routeLabels(undefined, extras, request?.method);
     if (request === null || typeof request !== 'object') {
       enterLabelHolder(this.holderFor(labels));
       return labels;
     }
-    const state = ensureState(request);
-    if (state.holder !== undefined) return this.enterLabels(request, labels);
+    if (state === undefined) state = ensureState(request);
+    if (state.holder !== undefined) return this.enterLabels(request, labels, state);
     state.holder = enterRequestLabels(labels, this.holderFor(labels));
     state.labels = labels;
     bindRequest(request, state);
@@ -230,9 +231,9 @@ class RouteLabeler {
   // Makes `labels` (made by this labeler) the labels of `request`: a started request's holder is
   // bound to them (what it allocated so far moves with it); any other request enters them for
   // the rest of the current async context and as the labels of its own event listeners. Returns
-  // them.
-  enterLabels(request, labels) {
-    const state = request !== null && typeof request === 'object' ? ensureState(request) : undefined;
+  // them. `state`: the request's state, when the caller has it at hand.
+  enterLabels(request, labels, state) {
+    if (state === undefined && request !== null && typeof request === 'object') state = ensureState(request);
     const holder = state === undefined ? undefined : state.holder;
     const labelsHolder = this.holderFor(labels);
     if (holder !== undefined) {
