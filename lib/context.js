@@ -49,23 +49,31 @@ function applyWithLabelHolder(holder, fn, thisArg, args) {
   return storage.run(holder, Reflect.apply, fn, thisArg, args);
 }
 
+// For lib/integrations/route-labels.js, which keeps the holders of its route labels: enters
+// `holder`, the label holder of an interned label object, as setHeapProfileLabels() would.
+function enterLabelHolder(holder) {
+  storage.enterWith(holder);
+}
+
 // Late binding (docs/architecture.md, "Late binding: request cells"). A request runs under a
 // request holder: a label holder whose labels are decided later, when routing knows the route.
 // What the request allocates before (middleware, body parsing) is read under the labels it is
 // bound to at read time. `bucket` and `labels` are interned label objects with labels of their
-// own. The holder's `labels` (what getHeapProfileLabels() reads) follows its bindings.
-function enterRequestLabels(bucket) {
-  const holder = native.createRequestHolder(holderOf(bucket));
-  Object.defineProperty(holder, 'labels', { value: bucket, writable: true });
+// own, `bucketHolder` and `labelsHolder` their label holders. The request holder's `labels`
+// (what getHeapProfileLabels() reads) follows its bindings: a plain property (a property array
+// per request; a WeakMap entry instead would cost about six times the instructions).
+function enterRequestLabels(bucket, bucketHolder) {
+  const holder = native.createRequestHolder(bucketHolder);
+  holder.labels = bucket;
   storage.enterWith(holder);
   return holder;
 }
 
 // Binds the request holder `holder` to `labels`: the request's samples and external bytes so far
 // and from now on are read under them.
-function bindRequestLabels(holder, labels) {
+function bindRequestLabels(holder, labels, labelsHolder) {
   if (holder.labels === labels) return;
-  native.bindRequestHolder(holder, holderOf(labels));
+  native.bindRequestHolder(holder, labelsHolder);
   holder.labels = labels;
 }
 
@@ -96,6 +104,7 @@ module.exports = {
   asyncContextFrameEnabled,
   currentLabelHolder,
   applyWithLabelHolder,
+  enterLabelHolder,
   enterRequestLabels,
   bindRequestLabels,
 };

@@ -256,6 +256,13 @@ function holderOf(labels) {
   return (serial !== undefined && native.liveLabelHolder(serial)) || holderOnOverflow(labels);
 }
 
+// Whether the holder holderOf(labels) just gave is bound to the set of `labels` itself (or to no
+// labels), not to the overflow set: it stays so, and a caller that uses the same labels over and
+// over (a route labeler) may keep it rather than ask the addon for it each time.
+function isSettledHolder(labels) {
+  return holders.has(labels);
+}
+
 // A new holder, and one made while the registry was at maxLabelSets (bound to the overflow set).
 // Each use of the latter asks the addon to bind it to its own set if there is room now (the addon
 // also does so for all such holders when a session starts, a profile is read or stats are taken),
@@ -328,6 +335,7 @@ module.exports = {
   internPairs,
   internWith,
   holderOf,
+  isSettledHolder,
   labelsOfHolder,
   labelsOfSets,
 };

@@ -62,6 +62,11 @@ test('lib/ evaluated in two vm contexts (Jest\'s module registry) shares the iso
   const out = scenario('realms');
   assertShared(out);
   assert.equal(out.ownRealm, true, 'each realm gets label objects of its own realm');
+  assert.deepEqual(out.requestHolder, {
+    started: { route: '(unmatched) GET' },
+    routed: { route: '/realm/:id' },
+    ownRealm: true,
+  }, 'a request holder of one realm reads in the other, before and after routing');
 });
 
 test('an incompatible copy does not fail silently: capabilities() and a warning say why', () => {

@@ -14,7 +14,7 @@
 // app; the stderr lines; the off switch (same responses, no labels); an unsupported version
 // (fastify 3) left alone; apps that also use the explicit integrations; startAgent() after the
 // app loaded its framework; OpenTelemetry's instrumentations beside it (require-in-the-middle and
-// import-in-the-middle).
+// import-in-the-middle); a framework app behind a request listener of the app's own.
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
@@ -25,7 +25,7 @@ const https = require('node:https');
 const http2 = require('node:http2');
 const os = require('node:os');
 const path = require('node:path');
-const { root } = require('./helpers');
+const { root, runFixture } = require('./helpers');
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'zero-code');
 const PROBE = path.join(FIXTURES, 'probe.cjs');
@@ -355,6 +355,21 @@ for (const [ext, order] of [
     }
     const handler = (s) => s.attributes['express.type'] === 'request_handler' && s.attributes['http.route'] === '/users/:id';
     assert.ok(spans.some(handler), `no express request handler span: ${JSON.stringify(spans)}`);
+  });
+}
+
+// A framework app behind a listener of the app's own: taken for a plain server at its first
+// request, a framework's once the framework started one of its requests, so that its later
+// requests start with the bucket (what the app does before handing over counts to the route).
+for (const framework of ['express', 'koa']) {
+  test(`${framework} behind a wrapping listener: the server is a framework's after its first request`, () => {
+    const run = runFixture('wrapped-listener.js', { args: [framework] });
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(run.json, [
+      { listener: { route: 'GET /users/:int' }, handler: { route: '/users/:id' } },
+      { listener: { route: '(unmatched) GET' }, handler: { route: '/users/:id' } },
+      { listener: { route: '(unmatched) GET' }, handler: { route: '/users/:id' } },
+    ]);
   });
 }
 

@@ -16,5 +16,8 @@ export function markFrameworkServer(server: object | null | undefined): void;
 export function markFrameworkListener(listener: unknown): void;
 /** Records that `request` got the fallback label as a request of `server`. */
 export function noteFallback(request: object, server: object): void;
-/** An integration labeled `request`: a server taken for a plain one is a framework's after all. */
-export function claim(request: unknown): void;
+/**
+ * An integration labeled a request (`state`: its RequestState, lib/integrations/request-context.js):
+ * a server taken for a plain one is a framework's after all.
+ */
+export function claim(state: { fallbackServer: object | undefined }): void;

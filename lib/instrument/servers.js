@@ -15,7 +15,10 @@
 // fallback label before the route's.
 //
 // Marks are process-wide (module state of the realm's one heap-labels instance) and only ever
-// added; nothing here touches the servers themselves.
+// added; nothing here touches the servers themselves. A request's PLAIN server is kept in the
+// request's state (lib/integrations/request-context.js).
+
+const { ensureState } = require('../integrations/request-context');
 
 const OWN = 'own';
 const FRAMEWORK = 'framework';
@@ -25,7 +28,6 @@ const kinds = new WeakMap(); // server -> kind, decided at its first request
 const ownServers = new WeakSet();
 const frameworkServers = new WeakSet();
 const frameworkListeners = new WeakSet();
-const kFallbackServer = Symbol('heap-labels.fallback-server'); // request -> its PLAIN server
 
 function kindOf(server) {
   let kind = kinds.get(server);
@@ -65,17 +67,17 @@ function markFrameworkListener(listener) {
 
 // Records that `request` got the fallback label as a request of the PLAIN `server`.
 function noteFallback(request, server) {
-  request[kFallbackServer] = server;
+  ensureState(request).fallbackServer = server;
 }
 
-// Called whenever labels are entered for a request (lib/integrations/route-labels.js): a request
-// that got the fallback label is now labeled by a framework or an explicit integration, so its
-// server is served by one, and its next requests start with the bucket instead.
-function claim(request) {
-  if (request === null || typeof request !== 'object') return;
-  const server = request[kFallbackServer];
+// Called whenever a framework starts a request or labels are entered for a request not started
+// under a request holder (lib/integrations/route-labels.js; `state` is the request's state): a
+// request that got the fallback label is now labeled by a framework or an explicit integration,
+// so its server is served by one, and its next requests start with the bucket instead.
+function claim(state) {
+  const server = state.fallbackServer;
   if (server === undefined) return;
-  request[kFallbackServer] = undefined;
+  state.fallbackServer = undefined;
   if (kinds.get(server) === PLAIN) kinds.set(server, FRAMEWORK);
 }
 

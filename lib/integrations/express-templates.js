@@ -34,11 +34,12 @@
 
 const { isRegExp } = require('node:util').types;
 const { joinPath, formatPath } = require('./route-labels');
+const { stateOf } = require('./request-context');
 
 const WHERE = 'heap-labels/express';
 
-const kMount = Symbol('heap-labels.express.mount'); // req -> Mount it is in
-const kBase = Symbol('heap-labels.express.base'); // req -> req.baseUrl when it entered that Mount
+// Per request, its state (request-context.js) holds the Mount it is in (`mount`) and req.baseUrl
+// when it entered that Mount (`base`).
 const kPatched = Symbol('heap-labels.express.patched'); // on patched router prototypes
 const kAdopted = Symbol('heap-labels.express.adopted'); // on layers seen by the use() wrapper
 
@@ -224,9 +225,10 @@ function patchRouterPrototype(proto) {
     return result;
   };
   proto.handle = function handle_(req, res, out) {
-    const mount = req[kMount];
+    const state = stateOf(req);
+    const mount = state === undefined ? undefined : state.mount;
     if (mount === undefined || mount.router === this) return handle.call(this, req, res, out);
-    return enterRouter(this, handle, mount, req, res, out);
+    return enterRouter(this, handle, state, req, res, out);
   };
   for (const [name, fn] of [['use', proto.use], ['route', proto.route], ['handle', proto.handle]]) {
     Object.defineProperty(fn, 'name', { value: name });
@@ -234,8 +236,10 @@ function patchRouterPrototype(proto) {
   proto[kPatched] = true;
 }
 
-// A router's handle() entered while the request is in `mount`, whose router it is not.
-function enterRouter(router, handle, mount, req, res, out) {
+// A router's handle() entered while the request (whose state is `state`) is in a Mount whose
+// router it is not.
+function enterRouter(router, handle, state, req, res, out) {
+  const mount = state.mount;
   if (mount.router === undefined) {
     // The first router entered below a sub-app's mount is the sub-app's; what was registered on it
     // before installation is adopted now. The first router entered at an app's root Mount is the
@@ -248,12 +252,12 @@ function enterRouter(router, handle, mount, req, res, out) {
     for (let above = mount.parent; above !== undefined; above = above.parent) {
       if (above.router !== router) continue;
       // Dispatched again from the top of a router the request is already inside.
-      const base = req[kBase];
-      req[kMount] = above;
-      req[kBase] = req.baseUrl;
+      const base = state.base;
+      state.mount = above;
+      state.base = req.baseUrl;
       return handle.call(router, req, res, function leaveRedispatch(error) {
-        req[kMount] = mount;
-        req[kBase] = base;
+        state.mount = mount;
+        state.base = base;
         return out.apply(this, arguments);
       });
     }
@@ -327,16 +331,17 @@ function adopt(router, layer, path, strict = false) {
   // While the request is inside the mounted router, its mount is one level down; when the router
   // hands the request back (next, with or without an error), it is restored.
   layer[method] = function handleMounted(req, res, next) {
-    const parent = req[kMount];
+    const state = stateOf(req);
+    const parent = state === undefined ? undefined : state.mount;
     if (parent === undefined) return handleRequest.call(this, req, res, next);
-    const base = req[kBase];
+    const base = state.base;
     const index = paths.length === 1 ? 0 : choice === undefined ? -1 : choice.pick(consumedBy(req.baseUrl, base));
     if (index < 0) untold(parent, paths);
-    req[kMount] = parent.child(layer, paths, index);
-    req[kBase] = req.baseUrl;
+    state.mount = parent.child(layer, paths, index);
+    state.base = req.baseUrl;
     return handleRequest.call(this, req, res, function leaveMount(error) {
-      req[kMount] = parent;
-      req[kBase] = base;
+      state.mount = parent;
+      state.base = base;
       return next(error);
     });
   };
@@ -348,17 +353,14 @@ function consumedBy(baseUrl, before) {
   return baseUrl.slice(before.length);
 }
 
-// Starts tracking a request of a labeled app at its root Mount; false if the request is already
-// tracked (a sub-app whose parent is labeled too keeps the parent's state and mount prefix).
-function enterApp(req, root) {
-  if (req[kMount] !== undefined) return false;
-  req[kMount] = root;
-  req[kBase] = typeof req.baseUrl === 'string' ? req.baseUrl : '';
+// Starts tracking a request of a labeled app (`state`: its state) at its root Mount; false if the
+// request is already tracked (a sub-app whose parent is labeled too keeps the parent's state and
+// mount prefix).
+function enterApp(state, req, root) {
+  if (state.mount !== undefined) return false;
+  state.mount = root;
+  state.base = typeof req.baseUrl === 'string' ? req.baseUrl : '';
   return true;
-}
-
-function requestMount(req) {
-  return req[kMount];
 }
 
 // The template of `route`, which the router just matched for `req` (in `mount`, its Mount):
@@ -423,6 +425,5 @@ module.exports = {
   patchRouterPrototype,
   adoptStack,
   enterApp,
-  requestMount,
   routeTemplate,
 };

@@ -49,6 +49,7 @@
 // nothing is installed twice, and the middleware of step 1 takes over the request start.
 
 const { createRouteLabeler } = require('./route-labels');
+const { stateOf, ensureState } = require('./request-context');
 const {
   Mount,
   routerPrototype,
@@ -56,15 +57,13 @@ const {
   patchRouterPrototype,
   adoptStack,
   enterApp,
-  requestMount,
   routeTemplate,
 } = require('./express-templates');
 
 const WHERE = 'heap-labels/express';
 
-const kExtras = Symbol('heap-labels.express.extras'); // req -> interned extra labels
-const kEntered = Symbol('heap-labels.express.entered'); // req -> template entered last
-const kRoute = Symbol('heap-labels.express.route'); // req -> the value of req.route
+// Per request, its state (request-context.js) holds its extra labels (`extras`), the value of
+// req.route (`route`) and the labels entered last (`labels`): no property is added to req.
 const kPatched = Symbol('heap-labels.express.request'); // on the patched request prototype
 const kState = Symbol('heap-labels.express.state'); // app -> AppLabels
 const kInstrumented = Symbol('heap-labels.express.instrumented'); // on instrumented express modules
@@ -110,16 +109,16 @@ function expressRouteLabels(app, options) {
   router.use(function heapLabelsStart(req, res, next) {
     // A sub-app whose parent is labeled too keeps the parent's state (and mount prefix).
     const { labeler, root } = state;
-    if (!enterApp(req, root)) return next();
-    req[kEntered] = undefined;
-    req[kExtras] = undefined;
+    const request = ensureState(req);
+    if (!enterApp(request, req, root)) return next();
+    request.extras = undefined;
     try {
-      req[kExtras] = labeler.extrasOf(req);
+      request.extras = labeler.extrasOf(req);
     } catch (error) {
-      labeler.startRequest(req, undefined);
+      labeler.startRequest(req, undefined, request);
       return next(error);
     }
-    labeler.startRequest(req, req[kExtras]);
+    labeler.startRequest(req, request.extras, request);
     return next();
   });
   // First in the stack, after express 4's query parser and init (which set up req.get() etc.).
@@ -165,10 +164,12 @@ function instrumentExpress(express, automatic) {
   appProto.handle = function handle_(req, res) {
     try {
       const state = this[kState];
-      if (state !== undefined && state.automatic !== undefined && state.automatic.on && enterApp(req, state.root)) {
-        req[kEntered] = undefined;
-        req[kExtras] = undefined;
-        state.labeler.startRequest(req, undefined);
+      if (state !== undefined && state.automatic !== undefined && state.automatic.on) {
+        const request = ensureState(req);
+        if (enterApp(request, req, state.root)) {
+          request.extras = undefined;
+          state.labeler.startRequest(req, undefined, request);
+        }
       }
     } catch (error) {
       automatic.failed(error);
@@ -200,19 +201,25 @@ function patchRequestPrototype(proto) {
     configurable: true,
     enumerable: true,
     get() {
-      return this[kRoute];
+      const state = stateOf(this);
+      return state === undefined ? undefined : state.route;
     },
     set(route) {
-      this[kRoute] = route;
-      const mount = requestMount(this);
+      const state = stateOf(this);
+      if (state === undefined) {
+        // A request of no labeled app: the data property express would have made.
+        Object.defineProperty(this, 'route', { value: route, writable: true, enumerable: true, configurable: true });
+        return;
+      }
+      state.route = route;
+      const mount = state.mount;
       if (mount === undefined || route === null || typeof route !== 'object' || route.path === undefined) return;
       // Guarded: express assigns req.route in its router, where a throw would fail the request.
       try {
-        const template = routeTemplate(this, mount, route);
+        const labels = mount.labeler.routeLabels(routeTemplate(this, mount, route), state.extras, this.method);
         // Express 4 assigns the route twice (router, then Route#dispatch): enter once.
-        if (template === this[kEntered]) return;
-        this[kEntered] = template;
-        mount.labeler.enterRoute(this, template, this[kExtras]);
+        if (labels === state.labels) return;
+        mount.labeler.enterLabels(this, labels, state);
       } catch (error) {
         mount.labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
       }

@@ -27,13 +27,14 @@
 //    ('/orgs/:org/members/:member').
 //
 // Koa registers its response writing (respond(): serializing ctx.body) and its error handling on
-// the middleware promise when the request starts, i.e. in the bucket's context; where a middleware
-// awaited before calling next(), the route was entered later, in a continuation those reactions do
-// not descend from. The middleware promise handed to koa is therefore a thenable that runs koa's
-// reactions with the request's latest labels (withHeapProfileLabels), so serializing a route's
-// body and its error response count to the route. Upstream middleware that awaited before next()
-// resumes after `await next()` with the labels it awaited in: that is AsyncLocalStorage semantics
-// and not changed here. Install before app.listen()/app.callback() is used, once per app.
+// the middleware promise when the request starts, i.e. under the request holder: where a
+// middleware awaited before calling next(), the route is bound later, in a continuation those
+// reactions do not descend from, but binding the holder is what changes their labels too, so
+// serializing a route's body and its error response count to the route. Upstream middleware that
+// awaited before next() resumes after `await next()` under the same holder, hence the route. The
+// request's labels and the value of ctx._matchedRoute are kept in the request's state
+// (request-context.js; ctx gets no property of its own). Install before
+// app.listen()/app.callback() is used, once per app.
 //
 // koa-mount. A sub-app (or middleware) mounted with koa-mount routes with its own routers, whose
 // paths lack the mount prefix: koa-mount strips the prefix from ctx.path while the request is inside
@@ -50,14 +51,11 @@
 // calls koaRouteLabels(app) gets that call's options (before callback(): installed with them;
 // after: the installed hooks switch to them), never a second installation.
 
-const { withHeapProfileLabels } = require('../context');
 const { createRouteLabeler, formatPath, joinPath } = require('./route-labels');
+const { stateOf, ensureState } = require('./request-context');
 
 const WHERE = 'heap-labels/koa';
 
-const kLabels = Symbol('heap-labels.koa.labels'); // ctx -> labels entered last
-const kExtras = Symbol('heap-labels.koa.extras'); // ctx -> interned extra labels
-const kMatched = Symbol('heap-labels.koa.matchedRoute'); // ctx -> value of ctx._matchedRoute
 const kMountPath = Symbol('heap-labels.koa.mountPath'); // ctx -> value of ctx.mountPath (koa-mount)
 const MAX_MOUNT_PREFIXES = 100; // distinct koa-mount prefixes recorded per app
 const kState = Symbol('heap-labels.koa.state'); // app -> AppLabels
@@ -160,11 +158,20 @@ function install(app, state) {
     configurable: true,
     enumerable: true,
     get() {
-      return this[kMatched];
+      const request = stateOf(this.req);
+      return request === undefined ? undefined : request.route;
     },
     set(path) {
-      this[kMatched] = path;
-      if (this[kLabels] === undefined) return;
+      const request = stateOf(this.req);
+      if (request === undefined) {
+        // A context koa's request handling did not make (app.createContext() called directly):
+        // the data property @koa/router would have made.
+        Object.defineProperty(this, '_matchedRoute', { value: path, writable: true, enumerable: true, configurable: true });
+        return;
+      }
+      request.route = path;
+      // Labeled while the app labels (handleRequest below then started the request).
+      if (request.labels === undefined || !state.on) return;
       // Guarded: @koa/router assigns this in its dispatch, where a throw would fail the request.
       try {
         if (!isRoutePath(this.matched, path)) return;
@@ -172,10 +179,10 @@ function install(app, state) {
           this[kMountPath] === undefined
             ? formatPath(path)
             : joinPath(mountedPrefix(this, state.mountPrefixes), path);
-        const labels = state.labeler.routeLabels(template, this[kExtras]);
+        const labels = state.labeler.routeLabels(template, request.extras, this.req.method);
         // The router assigns a route once for the match and once before its middleware: enter once.
-        if (labels === this[kLabels]) return;
-        this[kLabels] = state.labeler.enterLabels(this.req, labels);
+        if (labels === request.labels) return;
+        state.labeler.enterLabels(this.req, labels, request);
       } catch (error) {
         state.labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
       }
@@ -183,35 +190,26 @@ function install(app, state) {
   });
 
   const handleRequest = app.handleRequest;
-  const labeledChains = new WeakMap(); // koa's composed middleware -> its labeled wrapper
   app.handleRequest = function handleRequestWithLabels(ctx, fnMiddleware) {
     if (!state.on) return handleRequest.call(this, ctx, fnMiddleware);
     const labeler = state.labeler;
-    let chain;
     let badExtras;
     try {
-      chain = labeledChains.get(fnMiddleware);
-      if (chain === undefined) {
-        chain = (c) => new LabeledResult(c, fnMiddleware(c));
-        labeledChains.set(fnMiddleware, chain);
-      }
-      ctx[kExtras] = undefined;
+      const request = ensureState(ctx.req);
+      request.extras = undefined;
       try {
-        ctx[kExtras] = labeler.extrasOf(ctx);
+        request.extras = labeler.extrasOf(ctx);
       } catch (error) {
         badExtras = error; // the user's labels(): fails the request, with the bare bucket
       }
-      ctx[kLabels] = labeler.startRequest(ctx.req, ctx[kExtras]);
+      labeler.startRequest(ctx.req, request.extras, request);
     } catch (error) {
       // A bug here: the request runs unlabeled rather than failing.
-      ctx[kLabels] = undefined;
       labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
       return handleRequest.call(this, ctx, fnMiddleware);
     }
-    if (badExtras !== undefined) {
-      return handleRequest.call(this, ctx, (c) => new LabeledResult(c, Promise.reject(badExtras)));
-    }
-    return handleRequest.call(this, ctx, chain);
+    if (badExtras !== undefined) return handleRequest.call(this, ctx, () => Promise.reject(badExtras));
+    return handleRequest.call(this, ctx, fnMiddleware);
   };
   app[kState] = state;
 }
@@ -257,33 +255,6 @@ function madeOf(text, prefixes) {
     for (const prefix of prefixes) if (text.startsWith(prefix, at)) reached[at + prefix.length] = 1;
   }
   return reached[text.length] === 1;
-}
-
-// The middleware promise as koa sees it: reactions registered on it (koa's respond and onerror)
-// run with the request's labels as they are when the promise settles (see the top of the file).
-class LabeledResult {
-  constructor(ctx, promise) {
-    this.ctx = ctx;
-    this.promise = promise;
-  }
-
-  then(onFulfilled, onRejected) {
-    const ctx = this.ctx;
-    const wrap = (fn) =>
-      typeof fn === 'function' ? (value) => withHeapProfileLabels(ctx[kLabels], () => fn(value)) : fn;
-    return new LabeledResult(ctx, this.promise.then(wrap(onFulfilled), wrap(onRejected)));
-  }
-
-  catch(onRejected) {
-    return this.then(undefined, onRejected);
-  }
-
-  finally(onFinally) {
-    const ctx = this.ctx;
-    const run =
-      typeof onFinally === 'function' ? () => withHeapProfileLabels(ctx[kLabels], onFinally) : onFinally;
-    return new LabeledResult(ctx, this.promise.finally(run));
-  }
 }
 
 function describe(value) {

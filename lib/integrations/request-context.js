@@ -22,18 +22,29 @@
 // listener and changes what removeListener() and listeners() see. Node.js cannot help either: the
 // parser's async resource belongs to the connection and has no per-request reset.
 //
-// How. The integrations call bindRequest(request) right after they enter a request's labels: the
-// request records the label holder now current (one property per request, overwritten when the
+// How. The integrations call bindRequest(request, state) right after they enter a request's
+// labels: the request's state (below) records the label holder now current (overwritten when the
 // route is entered). IncomingMessage.prototype and ServerResponse.prototype of node:http get an
-// own `emit` (installed once per process and addon, on first use): for a request with a recorded
-// holder (for a response: its `req`'s), it calls the emit it shadows with that holder current,
-// unless it already is (then it calls it directly). Only this storage's entry of the context
-// changes, only for the duration of the emit: other AsyncLocalStorage users see what they would
-// have seen, and whatever a listener starts (a promise, a timer) carries the request's labels, as
-// on any other path of the request. Nothing leaks to other requests: the holder is the request
-// object's own, and the previous context is restored when the emit returns. Every other
-// IncomingMessage/ServerResponse (client responses, servers without an integration) pays one
-// property read per emit.
+// own `emit` (installed once per process and addon, on first use): for an event with listeners of
+// a request with a recorded holder (for a response: its `req`'s), it calls the emit it shadows
+// with that holder current, unless it already is (then it calls it directly). Only this storage's
+// entry of the context changes, only for the duration of the emit: other AsyncLocalStorage users
+// see what they would have seen, and whatever a listener starts (a promise, a timer) carries the
+// request's labels, as on any other path of the request. Nothing leaks to other requests: the
+// holder is the request's own, and the previous context is restored when the emit returns. Every
+// other IncomingMessage/ServerResponse (client responses, servers without an integration) pays a
+// few property reads per emit (and a table lookup when the event has listeners).
+//
+// Per-request state. What heap-labels keeps per request (its request holder, the labels entered
+// last, the framework's own route value, ...) is one RequestState object, found in a WeakMap keyed
+// by the request: never properties of the request object itself. Express switches every request's
+// prototype (Object.setPrototypeOf(req, app.request)), which leaves req and res on maps outside
+// V8's transition tree: each property added to them afterwards builds a new map and a copy of its
+// descriptor array (about 1.3 KB with express's properties) in the runtime, on every request, and
+// leaves every property access on them megamorphic. Six symbol properties per request made the
+// integration cost 9.4 KB of JS heap per request and +20 % of instructions over sampling alone
+// (benchmark/results/2026-12-03-integrations.md); one WeakMap entry and one object with a stable
+// shape cost about 90 bytes and a few hundred instructions.
 //
 // HTTP/2 the same way: a server stream's data comes from its session's socket reads. The
 // automatic instrumentation calls bindStream(stream) when it labels a stream at its start
@@ -43,28 +54,73 @@
 // stream's labels. Their prototypes (the server stream's is not exported by node:http2: it is
 // taken from the first stream bound) get the wrapper on first use.
 //
-// The property and the installation are keyed by the addon file: lib/ copies loaded into several
-// realms of one process (Jest) share the addon, hence its labels storage, and install one wrapper;
-// a copy with another addon keeps its own key and wrapper.
+// The table and the installation are keyed by the addon file: lib/ copies loaded into several
+// realms of one process (Jest) share the addon, hence its labels storage, and share one table and
+// one wrapper; a copy with another addon keeps its own.
 
 const http = require('node:http');
 const { addonPath } = require('../native');
 const { currentLabelHolder, applyWithLabelHolder } = require('../context');
 
-const kHolder = Symbol.for(`heap-labels.request-labels ${addonPath}`); // request -> label holder
+const kStates = Symbol.for(`heap-labels.request-states ${addonPath}`); // on node:http: the table
 const kInstalled = Symbol.for(`heap-labels.request-emit ${addonPath}`); // on patched prototypes
+
+// request (or HTTP/2 stream) -> its RequestState, shared by the realms using this addon.
+let states = http[kStates];
+if (states === undefined) {
+  states = new WeakMap();
+  Object.defineProperty(http, kStates, { value: states });
+}
+
+// What heap-labels keeps per labeled request: one object per request, every field set by its
+// constructor, so that all requests share one map. Each field is written by the module named.
+class RequestState {
+  constructor() {
+    // route-labels.js: the request holder the request was started under (late binding), or
+    // undefined; and the labels entered last for the request.
+    this.holder = undefined;
+    this.labels = undefined;
+    // Here: the label holder the request's own listeners run under (bindRequest).
+    this.listeners = undefined;
+    // The integrations: the request's interned extra labels (their `labels` option), and the
+    // framework's own route value behind the accessor that reports it (express's req.route,
+    // koa's ctx._matchedRoute).
+    this.extras = undefined;
+    this.route = undefined;
+    // express-templates.js: the Mount the request is in, and req.baseUrl when it entered it.
+    this.mount = undefined;
+    this.base = undefined;
+    // lib/instrument/servers.js: the plain server whose fallback label the request got.
+    this.fallbackServer = undefined;
+  }
+}
+
+// The state of `request`, undefined if it has none.
+function stateOf(request) {
+  return states.get(request);
+}
+
+// The state of `request` (an object), made if it has none.
+function ensureState(request) {
+  let state = states.get(request);
+  if (state === undefined) {
+    state = new RequestState();
+    states.set(request, state);
+  }
+  return state;
+}
 
 let installed = false;
 let http2; // node:http2, loaded when the first HTTP/2 stream is bound
 
-// Records the labels current now (just entered by an integration) as `request`'s own: its and its
-// response's listeners run under them from now on. `request` is node:http's IncomingMessage (also
-// an express request, fastify's request.raw, koa's ctx.req) or an HTTP/2 Http2ServerRequest;
-// anything else is left alone.
-function bindRequest(request) {
+// Records the labels current now (just entered by an integration) as `request`'s own (`state` is
+// its state): its and its response's listeners run under them from now on. `request` is
+// node:http's IncomingMessage (also an express request, fastify's request.raw, koa's ctx.req) or
+// an HTTP/2 Http2ServerRequest; anything else is left alone.
+function bindRequest(request, state) {
   if (request instanceof http.IncomingMessage) {
     if (!installed) install();
-    request[kHolder] = currentLabelHolder();
+    state.listeners = currentLabelHolder();
   } else if (http2 !== undefined && request instanceof http2.Http2ServerRequest) {
     bindStream(request.stream);
   }
@@ -75,7 +131,7 @@ function bindRequest(request) {
 function bindStream(stream) {
   if (stream === null || typeof stream !== 'object') return;
   if (http2 === undefined) installHttp2(stream);
-  stream[kHolder] = currentLabelHolder();
+  ensureState(stream).listeners = currentLabelHolder();
 }
 
 function install() {
@@ -91,44 +147,67 @@ function installHttp2(stream) {
   wrapEmit(http2.Http2ServerResponse.prototype, streamHolder);
 }
 
-// The holder of a compatibility-API request's or response's stream.
-function streamHolder(message) {
-  const stream = message.stream;
-  return stream === undefined || stream === null ? undefined : stream[kHolder];
-}
-
+// The listeners' holder of a request (or stream), of a response's request, of a
+// compatibility-API request's or response's stream.
 function requestHolder(request) {
-  return request[kHolder];
+  const state = states.get(request);
+  return state === undefined ? undefined : state.listeners;
 }
 
 function responseHolder(response) {
   const request = response.req;
-  return request === undefined || request === null ? undefined : request[kHolder];
+  return request === undefined || request === null ? undefined : requestHolder(request);
+}
+
+function streamHolder(message) {
+  const stream = message.stream;
+  return stream === undefined || stream === null ? undefined : requestHolder(stream);
 }
 
 // Gives `proto` an own emit that runs the emit it shadows (its own one if it had one, else the
 // inherited one, looked up per call so that a later wrapper further up still runs) under the
-// holder `holderOf(this)` returns.
+// holder `holderOf(this)` returns. The wrapper passes its `arguments` on with apply() only, which
+// optimized code does without allocating them.
 function wrapEmit(proto, holderOf) {
   if (Object.hasOwn(proto, kInstalled)) return;
   const own = Object.hasOwn(proto, 'emit') ? proto.emit : undefined;
   const parent = Object.getPrototypeOf(proto);
   proto.emit = function emit(event) {
     const shadowed = own === undefined ? parent.emit : own;
-    const holder = holderOf(this);
-    // No holder, or no listener for the event in EventEmitter's own table: nothing runs that
-    // could carry labels. ('error' always takes the labels: its errorMonitor listeners sit under
-    // another key.)
-    const events = this._events;
-    if (
-      holder === undefined ||
-      (event !== 'error' && events !== undefined && events !== null && events[event] === undefined)
-    ) {
-      return shadowed.apply(this, arguments);
-    }
-    return applyWithLabelHolder(holder, shadowed, this, arguments);
+    const holder = runsListeners(this._events, event) ? holderOf(this) : undefined;
+    if (holder === undefined || holder === currentLabelHolder()) return shadowed.apply(this, arguments);
+    pendingHolder = holder;
+    pendingEmit = shadowed;
+    return emitWithHolder.apply(this, arguments);
   };
   Object.defineProperty(proto, kInstalled, { value: true });
 }
 
-module.exports = { bindRequest, bindStream };
+// Whether an emit of `event` runs a listener that should carry the request's labels: not when
+// EventEmitter's own table (`events`) has none ('error' always counts: its errorMonitor listeners
+// sit under another key), nor when the one listener of an 'end' is Node.js's own clearIncoming,
+// which node:http adds to a request's 'end' when the response finished first (it allocates
+// nothing, and the emit would cost a context frame per request). Only then is a listener's name
+// read: the name of a bound function ('bound resOnFinish', on every response's 'finish') is built
+// anew at each read.
+function runsListeners(events, event) {
+  if (event === 'error' || events === undefined || events === null) return true;
+  const listeners = events[event];
+  if (listeners === undefined) return false;
+  return event !== 'end' || typeof listeners !== 'function' || listeners.name !== 'clearIncoming';
+}
+
+// The wrapper's other path: the shadowed emit with the holder current. Its two operands come
+// through pendingHolder and pendingEmit, set right before the call and read first thing (nothing
+// runs in between), so that the wrapper hands its `arguments` on with apply() only.
+let pendingHolder;
+let pendingEmit;
+function emitWithHolder() {
+  const holder = pendingHolder;
+  const shadowed = pendingEmit;
+  pendingHolder = undefined;
+  pendingEmit = undefined;
+  return applyWithLabelHolder(holder, shadowed, this, arguments);
+}
+
+module.exports = { bindRequest, bindStream, stateOf, ensureState };

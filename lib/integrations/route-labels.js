@@ -1,8 +1,8 @@
 'use strict';
 // The route labels of the framework integrations (heap-labels/express, /fastify, /koa, /http):
-// one interned, frozen label object per route template, kept in a Map, so that labeling a request
-// costs a Map lookup and one setHeapProfileLabels (AsyncLocalStorage.enterWith) of an object that
-// is already validated and interned, never a validation.
+// one interned, frozen label object per route template, kept in a Map with its label holder, so
+// that labeling a request costs a Map lookup and one AsyncLocalStorage.enterWith of a holder the
+// labeler has (or one binding of the request's holder), never a validation.
 //
 // Cardinality: a label value is a route template ('/users/:id'), never a raw URL. Requests that
 // match no route get the bucket of their method (`unmatched` and the method: '(unmatched) GET'; a
@@ -16,6 +16,12 @@
 // Extra labels come from the user's `labels(request)` function once per request; its result is
 // validated like any label set (a frozen object it returns again is validated only once).
 //
+// The labeler keeps the label holder of each label object it made (once bound to the object's own
+// set, lib/labels.js isSettledHolder): entering or binding a route then asks the addon for
+// nothing (a native lookup per use costs about 2,000 instructions). So the sets of a labeler's
+// templates stay interned while its caches hold them: at most maxRoutes per extra-label set, for
+// the labeler's life (an extra-label set's, while its interned object lives).
+//
 // Entering labels for a request also makes them the request's own (request-context.js): the
 // listeners of its IncomingMessage and ServerResponse run under them. And it tells the automatic
 // instrumentation that the request's server has an integration, so that its next requests start
@@ -23,20 +29,20 @@
 
 const { isRegExp } = require('node:util').types;
 const { METHODS } = require('node:http');
-const { setHeapProfileLabels, currentLabelHolder, enterRequestLabels, bindRequestLabels } = require('../context');
-const { MAX_LABELS, intern, internWith } = require('../labels');
-const { bindRequest } = require('./request-context');
+const {
+  currentLabelHolder,
+  enterLabelHolder,
+  enterRequestLabels,
+  bindRequestLabels,
+} = require('../context');
+const { MAX_LABELS, intern, internWith, holderOf, isSettledHolder } = require('../labels');
+const { bindRequest, ensureState } = require('./request-context');
 const { claim } = require('../instrument/servers');
 
 const DEFAULT_KEY = 'route';
 const DEFAULT_UNMATCHED = '(unmatched)';
 const DEFAULT_MAX_ROUTES = 1000;
-const KNOWN_METHODS = new Set(METHODS);
 const LONGEST_METHOD = METHODS.reduce((a, b) => (b.length > a.length ? b : a));
-
-// request (node:http's IncomingMessage) -> its request holder, shared by every labeler (the
-// zero-code node:http start and a framework's routing may be different labelers).
-const kRequestHolder = Symbol('heap-labels.request-holder');
 
 // Route templates are the paths of the app's own route table, as written, joined to the paths the
 // routes are mounted under (docs/api.md, "Route templates"):
@@ -106,8 +112,12 @@ class RouteLabeler {
     // (the longest method's bucket stands for all of them).
     this.bucket = internWith(this.none, key, unmatched, `${where}: option "unmatched"`);
     internWith(this.none, key, `${unmatched} ${LONGEST_METHOD}`, `${where}: option "unmatched"`);
+    // method -> its bucket value, made once: a string built per request would be allocated, and
+    // flattened again for the cache lookup, on every request.
+    this.bucketValues = new Map(METHODS.map((method) => [method, `${unmatched} ${method}`]));
     this.plain = new Map([[unmatched, this.bucket]]); // label value -> labels, without extra labels
     this.withExtras = new WeakMap(); // interned extra labels -> Map(template -> labels)
+    this.holders = new WeakMap(); // labels made here -> their label holder, once settled
     this.accepted = new Set(); // templates with their own label value (at most maxRoutes)
     this.warned = new Set();
   }
@@ -140,7 +150,7 @@ class RouteLabeler {
   // The bucket value of a request with HTTP method `method`: `unmatched` and the method for the
   // methods node:http knows (a bounded set), `unmatched` alone otherwise.
   bucketValue(method) {
-    return KNOWN_METHODS.has(method) ? `${this.unmatched} ${method}` : this.unmatched;
+    return this.bucketValues.get(method) ?? this.unmatched;
   }
 
   // The frozen label object of `template` (undefined: the bucket of `method`) with `extras`.
@@ -157,6 +167,15 @@ class RouteLabeler {
     if (!bucket) this.accepted.add(value);
     cache.set(value, labels);
     return labels;
+  }
+
+  // The label holder of `labels` (made by this labeler), kept once it is bound to their own set.
+  holderFor(labels) {
+    const kept = this.holders.get(labels);
+    if (kept !== undefined) return kept;
+    const holder = holderOf(labels);
+    if (isSettledHolder(labels)) this.holders.set(labels, holder);
+    return holder;
   }
 
   cacheOf(extras) {
@@ -189,39 +208,51 @@ class RouteLabeler {
   // Starts `request` under a request holder bound to its method's bucket (with `extras`), for
   // the rest of the current async context and as the labels of its own event listeners; returns
   // the bucket's labels. A request started already (by another labeler) keeps its holder, bound
-  // to this labeler's bucket.
-  startRequest(request, extras) {
+  // to this labeler's bucket. The request's state (request-context.js) keeps the holder, shared
+  // by every labeler (the zero-code node:http start and a framework's routing may be different
+  // labelers). A framework starts its requests here: a server that was taken for a plain one
+  // (its listener wraps the framework's) is a framework's from now on (claim). `state`: the
+  // request's state, when the caller has it at hand.
+  startRequest(request, extras, state) {
     const labels = this.routeLabels(undefined, extras, request?.method);
-    const holder = request?.[kRequestHolder];
-    if (holder !== undefined) return this.enterLabels(request, labels);
-    if (request !== null && typeof request === 'object') {
-      request[kRequestHolder] = enterRequestLabels(labels);
-      bindRequest(request);
-    } else {
-      setHeapProfileLabels(labels);
+    if (request === null || typeof request !== 'object') {
+      enterLabelHolder(this.holderFor(labels));
+      return labels;
     }
+    if (state === undefined) state = ensureState(request);
+    if (state.holder !== undefined) return this.enterLabels(request, labels, state);
+    state.holder = enterRequestLabels(labels, this.holderFor(labels));
+    state.labels = labels;
+    bindRequest(request, state);
+    claim(state);
     return labels;
   }
 
   // Makes `labels` (made by this labeler) the labels of `request`: a started request's holder is
   // bound to them (what it allocated so far moves with it); any other request enters them for
   // the rest of the current async context and as the labels of its own event listeners. Returns
-  // them.
-  enterLabels(request, labels) {
-    const holder = request?.[kRequestHolder];
+  // them. `state`: the request's state, when the caller has it at hand.
+  enterLabels(request, labels, state) {
+    if (state === undefined && request !== null && typeof request === 'object') state = ensureState(request);
+    const holder = state === undefined ? undefined : state.holder;
+    const labelsHolder = this.holderFor(labels);
     if (holder !== undefined) {
-      bindRequestLabels(holder, labels);
+      bindRequestLabels(holder, labels, labelsHolder);
+      state.labels = labels;
       // The holder is current wherever the request's context went; where it is not (a context
       // lost on the way, or user labels entered since), the route's labels are entered as today.
       if (currentLabelHolder() !== holder) {
-        setHeapProfileLabels(labels);
-        bindRequest(request);
+        enterLabelHolder(labelsHolder);
+        bindRequest(request, state);
       }
       return labels;
     }
-    setHeapProfileLabels(labels);
-    bindRequest(request);
-    claim(request);
+    enterLabelHolder(labelsHolder);
+    if (state !== undefined) {
+      state.labels = labels;
+      bindRequest(request, state);
+      claim(state);
+    }
     return labels;
   }
 
