@@ -32,6 +32,11 @@ for (const framework of ['express', 'koa']) {
     // And about 16 KiB of heap objects (sampled, so within tolerance): 6 : 2 : 1.
     assert.ok(a.bytes / b.bytes > 2.2 && a.bytes / b.bytes < 3.8, `a/b = ${a.bytes / b.bytes}: ${detail}`);
     assert.ok((a.bytes + b.bytes) / bucket.bytes > 5, `routed/bucket = ${(a.bytes + b.bytes) / bucket.bytes}: ${detail}`);
+    // Allocated bytes, garbage that died before routing included: the same proportions (without
+    // the pending dead samples of step 6 the garbage would all stay in the bucket).
+    const allocated = (g) => g.allocatedBytes ?? 0;
+    assert.ok(allocated(a) / allocated(b) > 2.2 && allocated(a) / allocated(b) < 3.8, `allocated a/b: ${detail}`);
+    assert.ok((allocated(a) + allocated(b)) / allocated(bucket) > 5, `allocated routed/bucket: ${detail}`);
     for (const g of out.groups) {
       assert.ok([null, '/api/a/:id', '/b/:id', '(unmatched) GET'].includes(g.route), `label value ${g.route}`);
     }

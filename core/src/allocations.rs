@@ -12,6 +12,12 @@
 //! are capped by the registry). V8 keeps the nodes of dead samples for the session (one per
 //! distinct sampled stack), so a group's node id resolves in every later read.
 //!
+//! Late binding (docs/architecture.md, "Late binding", step 6): a sample taken under a request's
+//! cell that dies before routing binds the cell is kept with the cell, in a bounded pending list,
+//! and a read folds it into the group of the set the cell is bound to then: pre-routing garbage
+//! goes to the request's route, as its live samples do. Past [`MAX_PENDING_CELLS`] such entries a
+//! dead sample resolves at its death (to the request's unrouted bucket).
+//!
 //! Windows: a read may restart the allocated figures (delta profiles, as continuous profilers
 //! collect them). V8's sample ids grow through a session, so after a restarting read whose samples
 //! and groups went up to id `w`, samples with ids <= `w` were already counted: live ones as live,
@@ -22,7 +28,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::estimate;
-use crate::labels::LabelSet;
+use crate::labels::{DeadSampleLabels, LabelSet, RequestCell};
 
 /// Node id of the per-label-set group that takes dead samples once `max_groups` groups exist. V8
 /// numbers nodes from 1 upwards, so no node has this id; encoders give it an empty stack.
@@ -30,6 +36,11 @@ pub const OTHER_SITES_NODE: u32 = u32::MAX;
 
 /// Default bound on (node, label set) groups: about 6 MiB at 96 bytes a group.
 pub const DEFAULT_MAX_GROUPS: usize = 1 << 16;
+
+/// Bound on the (node, cell) entries of dead samples of requests not routed yet: about 0.6 MiB
+/// with their cells. Reads are rare and requests are routed within milliseconds, so at a read
+/// nearly every pending cell is bound.
+pub const MAX_PENDING_CELLS: usize = 4096;
 
 /// What one dead sample of `size` bytes stands for at `sample_interval`: (objects, bytes), scaled
 /// like the live figures. The one place the allocated figures are estimated.
@@ -49,6 +60,14 @@ pub struct AllocatedGroup {
     pub objects: f64,
     /// Estimated bytes allocated.
     pub bytes: f64,
+}
+
+/// Dead samples of one (node, cell) whose request was not routed when they died.
+#[derive(Debug)]
+struct PendingGroup {
+    cell: Arc<RequestCell>,
+    objects: f64,
+    bytes: f64,
 }
 
 /// What [`DeadSampleTotals::snapshot`] hands out.
@@ -74,6 +93,9 @@ pub struct DeadSampleTotals {
     highest_recorded: u64,
     /// (node id, set address or 0) -> group.
     groups: FxHashMap<(u32, usize), AllocatedGroup>,
+    /// (node id, cell address) -> dead samples of a request not routed yet, folded into `groups`
+    /// by the cell's set at the next read.
+    pending: FxHashMap<(u32, usize), PendingGroup>,
     /// Dead samples that went to an "other sites" group because `groups` was full.
     folded: u64,
 }
@@ -86,6 +108,7 @@ impl DeadSampleTotals {
             window_start: 0,
             highest_recorded: 0,
             groups: FxHashMap::default(),
+            pending: FxHashMap::default(),
             folded: 0,
         }
     }
@@ -101,6 +124,7 @@ impl DeadSampleTotals {
         self.window_start = 0;
         self.highest_recorded = 0;
         self.groups = FxHashMap::default();
+        self.pending = FxHashMap::default();
         self.folded = 0;
     }
 
@@ -112,13 +136,38 @@ impl DeadSampleTotals {
     /// it is consumed.
     pub unsafe fn record(&mut self, word: usize, node_id: u32, size: u64, sample_id: u64) {
         // SAFETY: the caller hands over the sample's reference.
-        let labels = (word != 0).then(|| unsafe { LabelSet::adopt_dead_sample_word(word) });
+        let labels = (word != 0).then(|| unsafe { LabelSet::adopt_dead_sample(word) });
         if sample_id <= self.window_start {
             return; // Counted as live by the read that started the window; `labels` drops here.
         }
         self.highest_recorded = self.highest_recorded.max(sample_id);
         let (objects, bytes) = dead_sample_estimate(size, self.sample_interval);
-        let mut key = (node_id, word);
+        let labels = match labels {
+            None => None,
+            Some(DeadSampleLabels::Set(set)) => Some(set),
+            Some(DeadSampleLabels::Unbound(cell)) => {
+                let key = (node_id, Arc::as_ptr(&cell) as usize);
+                if self.pending.len() < MAX_PENDING_CELLS || self.pending.contains_key(&key) {
+                    let group = self.pending.entry(key).or_insert(PendingGroup {
+                        cell,
+                        objects: 0.0,
+                        bytes: 0.0,
+                    });
+                    group.objects += objects;
+                    group.bytes += bytes;
+                    return;
+                }
+                Some(cell.current_arc())
+            }
+        };
+        self.add(node_id, labels, objects, bytes);
+    }
+
+    /// Adds to the group of (node, set), or to the set's "other sites" group once `max_groups`
+    /// groups exist.
+    fn add(&mut self, node_id: u32, labels: Option<Arc<LabelSet>>, objects: f64, bytes: f64) {
+        let address = labels.as_ref().map_or(0, |set| Arc::as_ptr(set) as usize);
+        let mut key = (node_id, address);
         if !self.groups.contains_key(&key) && self.groups.len() >= self.max_groups {
             key.0 = OTHER_SITES_NODE;
             self.folded += 1;
@@ -133,10 +182,20 @@ impl DeadSampleTotals {
         group.bytes += bytes;
     }
 
+    /// Moves the pending dead samples into the groups of the sets their cells are bound to now
+    /// (a request still not routed: its unrouted bucket), releasing the cells.
+    fn fold_pending(&mut self) {
+        for ((node_id, _), pending) in std::mem::take(&mut self.pending) {
+            let set = pending.cell.current_arc();
+            self.add(node_id, Some(set), pending.objects, pending.bytes);
+        }
+    }
+
     /// The window's groups. With `restart_after = Some(highest_live_sample_id)` (the highest id
     /// among the live samples of the same read) the window restarts: the groups are handed out and
     /// later deaths of samples counted here are skipped.
     pub fn snapshot(&mut self, restart_after: Option<u64>) -> DeadSnapshot {
+        self.fold_pending();
         let window_start = self.window_start;
         let groups = match restart_after {
             Some(highest_live) => {
@@ -151,9 +210,14 @@ impl DeadSampleTotals {
         }
     }
 
-    /// Number of groups held now.
+    /// Number of groups held now (not counting the pending entries).
     pub fn len(&self) -> usize {
         self.groups.len()
+    }
+
+    /// Entries of dead samples whose request was not routed yet.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -263,6 +327,130 @@ mod tests {
             "nothing is lost"
         );
         assert!(snap.groups.iter().any(|g| g.node_id == OTHER_SITES_NODE));
+    }
+
+    /// A request's cell bound to `bucket`, and its word (owning one reference).
+    fn request(bucket: &Arc<LabelSet>) -> (Arc<RequestCell>, usize) {
+        let cell = RequestCell::new(Arc::clone(bucket));
+        let word = RequestCell::into_word(Arc::clone(&cell));
+        (cell, word)
+    }
+
+    fn captured_word(word: usize) -> usize {
+        // SAFETY: the cell behind `word` is alive (the test holds it); this takes the sample's
+        // reference as V8's capture does.
+        unsafe { LabelSet::capture_sample_word(word) };
+        word
+    }
+
+    fn bytes_of(snap: &DeadSnapshot, set: &Arc<LabelSet>) -> f64 {
+        snap.groups
+            .iter()
+            .filter(|g| g.labels.as_ref().is_some_and(|l| Arc::ptr_eq(l, set)))
+            .map(|g| g.bytes)
+            .sum()
+    }
+
+    #[test]
+    fn a_dead_sample_of_a_request_not_routed_yet_goes_to_the_route_it_gets_later() {
+        let registry = LabelRegistry::new(16);
+        let bucket = set(&registry, "(unmatched) GET");
+        let route = set(&registry, "/users/:id");
+        let mut totals = DeadSampleTotals::new(16);
+        totals.restart(0);
+        let (cell, word) = request(&bucket);
+        // Pre-routing garbage: dies before routing binds the cell.
+        // SAFETY: the word owns the reference `captured_word` took.
+        unsafe { totals.record(captured_word(word), 5, 100, 1) };
+        assert_eq!(totals.pending_len(), 1);
+        assert_eq!(cell.live_samples(), 0, "a dead sample is no longer live");
+        assert!(cell.bind(Arc::clone(&route)));
+        // After routing: resolved at death.
+        // SAFETY: as above.
+        unsafe { totals.record(captured_word(word), 5, 50, 2) };
+        let snap = totals.snapshot(None);
+        assert_eq!(bytes_of(&snap, &route), 150.0, "both under the route");
+        assert_eq!(bytes_of(&snap, &bucket), 0.0);
+        assert_eq!(snap.groups.len(), 1, "one (node, set) group");
+        assert_eq!(totals.pending_len(), 0);
+        drop(snap);
+        totals.restart(0);
+        // SAFETY: `word` owns the reference `request` made; the totals gave theirs back.
+        unsafe { RequestCell::release_word(word) };
+        assert_eq!(
+            Arc::strong_count(&cell),
+            1,
+            "no reference of the totals is left"
+        );
+    }
+
+    #[test]
+    fn a_request_never_routed_stays_in_its_bucket() {
+        let registry = LabelRegistry::new(16);
+        let bucket = set(&registry, "(unmatched) POST");
+        let mut totals = DeadSampleTotals::new(16);
+        totals.restart(0);
+        let (_cell, word) = request(&bucket);
+        // SAFETY: the word owns the reference `captured_word` took.
+        unsafe { totals.record(captured_word(word), 9, 64, 1) };
+        let snap = totals.snapshot(Some(1));
+        assert_eq!(bytes_of(&snap, &bucket), 64.0);
+        // SAFETY: `word` owns the reference `request` made.
+        unsafe { RequestCell::release_word(word) };
+    }
+
+    #[test]
+    fn requests_of_one_route_share_its_groups() {
+        // One group per (node, set), however many requests (cells) died there: the groups stay
+        // per site and set, and do not fill `max_groups` with one group per request.
+        let registry = LabelRegistry::new(16);
+        let bucket = set(&registry, "(unmatched) GET");
+        let route = set(&registry, "/a");
+        let mut totals = DeadSampleTotals::new(4);
+        totals.restart(0);
+        let mut words = Vec::new();
+        for id in 1..=100u64 {
+            let (cell, word) = request(&bucket);
+            assert!(cell.bind(Arc::clone(&route)));
+            // SAFETY: the word owns the reference `captured_word` took.
+            unsafe { totals.record(captured_word(word), 3, 10, id) };
+            words.push(word);
+        }
+        assert_eq!(totals.len(), 1);
+        assert_eq!(totals.folded(), 0);
+        for word in words {
+            // SAFETY: each word owns the reference `request` made.
+            unsafe { RequestCell::release_word(word) };
+        }
+    }
+
+    #[test]
+    fn past_the_pending_bound_a_dead_sample_resolves_at_death() {
+        let registry = LabelRegistry::new(16);
+        let bucket = set(&registry, "(unmatched) GET");
+        let route = set(&registry, "/late");
+        let mut totals = DeadSampleTotals::new(16);
+        totals.restart(0);
+        let mut cells = Vec::new();
+        for id in 0..=MAX_PENDING_CELLS as u64 {
+            let (cell, word) = request(&bucket);
+            // SAFETY: the word owns the reference `captured_word` took.
+            unsafe { totals.record(captured_word(word), 1, 1, id + 1) };
+            // SAFETY: `word` owns the reference `request` made.
+            unsafe { RequestCell::release_word(word) };
+            cells.push(cell);
+        }
+        assert_eq!(totals.pending_len(), MAX_PENDING_CELLS);
+        for cell in &cells {
+            cell.bind(Arc::clone(&route));
+        }
+        let snap = totals.snapshot(None);
+        assert_eq!(bytes_of(&snap, &route), MAX_PENDING_CELLS as f64);
+        assert_eq!(
+            bytes_of(&snap, &bucket),
+            1.0,
+            "the one past the bound stayed in the bucket"
+        );
     }
 
     #[test]

@@ -137,6 +137,12 @@ impl RequestCell {
         }
     }
 
+    /// Whether routing has bound the cell (it left the bucket it started with).
+    #[inline]
+    pub fn is_bound(&self) -> bool {
+        self.state.load(Ordering::Acquire) >> BYTES_BITS != 0
+    }
+
     /// Live samples taken under this cell.
     pub fn live_samples(&self) -> i64 {
         self.live_samples.load(Ordering::Relaxed)

@@ -36,6 +36,7 @@ pub use limits::{
 pub use registry::{Interned, LabelRegistry, PendingLabels};
 pub use set::LabelSet;
 pub use validation::{is_reserved_key, key_order};
+pub use word::DeadSampleLabels;
 
 /// Owned pairs from string literals, for the tests of every file here.
 #[cfg(test)]

@@ -15,6 +15,15 @@ use std::sync::Arc;
 use super::cell::{RequestCell, CELL_TAG};
 use super::LabelSet;
 
+/// The labels of a dead sample ([`LabelSet::adopt_dead_sample`]).
+#[derive(Debug)]
+pub enum DeadSampleLabels {
+    /// Its set: a plain set's, or the set a routed request's cell is bound to.
+    Set(Arc<LabelSet>),
+    /// The cell of a request that routing has not bound yet: its set is still to be decided.
+    Unbound(Arc<RequestCell>),
+}
+
 impl LabelSet {
     /// Turns one strong reference into a word for the V8 boundary. The word owns that reference
     /// until it is given back to [`release_word`](Self::release_word) or [`from_word`](Self::from_word).
@@ -161,6 +170,36 @@ impl LabelSet {
             Self::word_as_ref(word).counters.sample_dropped();
             Self::from_word(word)
         }
+    }
+
+    /// Takes over the reference [`capture_sample_word`](Self::capture_sample_word) took, for a
+    /// sample V8 reports dead, keeping a request's cell while the request is not routed yet: its
+    /// set is decided later (the allocation totals resolve it at their next read). A set word, or
+    /// the cell of a routed request, gives its set as [`adopt_dead_sample_word`] does.
+    ///
+    /// Runs from V8's GC weak callbacks: atomics only.
+    ///
+    /// # Safety
+    /// As for [`adopt_dead_sample_word`](Self::adopt_dead_sample_word).
+    ///
+    /// [`adopt_dead_sample_word`]: Self::adopt_dead_sample_word
+    #[inline]
+    pub unsafe fn adopt_dead_sample(word: usize) -> DeadSampleLabels {
+        if word & CELL_TAG != 0 {
+            // SAFETY: the word owns a reference of a live cell (caller's guarantee); `from_word`
+            // adopts it after the sample stopped counting as live.
+            let cell = unsafe {
+                RequestCell::word_as_ref(word).sample_dropped();
+                RequestCell::from_word(word)
+            };
+            return if cell.is_bound() {
+                DeadSampleLabels::Set(cell.current_arc())
+            } else {
+                DeadSampleLabels::Unbound(cell)
+            };
+        }
+        // SAFETY: as in `adopt_dead_sample_word`.
+        DeadSampleLabels::Set(unsafe { Self::adopt_dead_sample_word(word) })
     }
 
     /// Gives back a reference taken by [`capture_sample_word`](Self::capture_sample_word) when V8
