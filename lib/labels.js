@@ -256,11 +256,19 @@ function holderOf(labels) {
   return (serial !== undefined && native.liveLabelHolder(serial)) || holderOnOverflow(labels);
 }
 
-// Whether the holder holderOf(labels) just gave is bound to the set of `labels` itself (or to no
-// labels), not to the overflow set: it stays so, and a caller that uses the same labels over and
-// over (a route labeler) may keep it rather than ask the addon for it each time.
-function isSettledHolder(labels) {
-  return holders.has(labels);
+// Holders kept for label objects used over and over (a route labeler's per-route objects), so that
+// using one costs no addon call: only holders bound to their labels' own set (or to none), never
+// one on the overflow set. A kept holder keeps its set interned, so they are all let go when a new
+// holder lands on the overflow set (the registry is full): the sets of labels no one uses any more
+// can then be pruned after the next GC, and overflow does not stay.
+let keptHolders = new WeakMap();
+
+function keptHolderOf(labels) {
+  const kept = keptHolders.get(labels);
+  if (kept !== undefined) return kept;
+  const holder = holderOf(labels);
+  if (holders.has(labels)) keptHolders.set(labels, holder);
+  return holder;
 }
 
 // A new holder, and one made while the registry was at maxLabelSets (bound to the overflow set).
@@ -285,6 +293,10 @@ function holderOnOverflow(labels) {
     overflowHolders.delete(labels);
     holders.set(labels, setKey[2]);
   } else {
+    // A holder of these labels bound to their own set was collected: the labels are on the
+    // overflow set now, and no holder of theirs is settled.
+    holders.delete(labels);
+    if (overflowHolders.get(labels) !== setKey[2]) keptHolders = new WeakMap();
     overflowHolders.set(labels, setKey[2]);
   }
   return holder;
@@ -335,7 +347,7 @@ module.exports = {
   internPairs,
   internWith,
   holderOf,
-  isSettledHolder,
+  keptHolderOf,
   labelsOfHolder,
   labelsOfSets,
 };

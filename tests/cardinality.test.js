@@ -115,6 +115,13 @@ test('27.1: a frozen label object whose set overflowed stays usable after GC, in
   }
 });
 
+test("a route labeler's kept label holders let go when the registry overflows: overflow does not stay", () => {
+  const out = scenario('labeler-burst');
+  assert.ok(out.afterBurst.labelSets <= 1000, JSON.stringify(out));
+  assert.equal(out.second, 0, `after a GC the label gets its own set: ${JSON.stringify(out)}`);
+  assert.ok(out.end.labelSets < 100, `the burst's sets are pruned once unused: ${JSON.stringify(out)}`);
+});
+
 test('byLabel() has one group per distinct label set: {} is the unlabeled group', () => {
   const out = scenario('groups');
   assert.equal(out.kept, 300);

@@ -258,3 +258,90 @@ test('express 5: a router mounted before installation is adopted from its layer 
   }
   assert.deepEqual(seen, { route: '/api/items/:id' });
 });
+
+// GET `path` on `server` (listening), resolving when the response ended.
+async function getPath(server, path) {
+  const http = require('node:http');
+  await new Promise((resolve, reject) => {
+    http.get({ host: '127.0.0.1', port: server.address().port, path }, (res) => {
+      res.resume();
+      res.on('end', resolve);
+    }).on('error', reject);
+  });
+}
+
+async function listening(server) {
+  if (!server.listening) await new Promise((resolve) => server.once('listening', resolve));
+  return server;
+}
+
+for (const version of ['express4', 'express']) {
+  test(`${version}: an unlabeled app that routes before handing the request to a labeled sub-app leaves it labeled`, async () => {
+    const express = require(version);
+    const app = express();
+    const sub = express();
+    expressRouteLabels(sub);
+    let seen;
+    let own;
+    // The parent's route (auth, say) sets req.route before the sub-app starts the request.
+    app.all(version === 'express4' ? '/api/*' : '/api/*rest', (req, res, next) => next());
+    sub.get('/users/:id', (req, res) => {
+      seen = heap.getHeapProfileLabels();
+      own = Object.hasOwn(req, 'route');
+      res.end(req.route.path);
+    });
+    app.use('/api', sub);
+    const server = await listening(app.listen(0, '127.0.0.1'));
+    try {
+      await getPath(server, '/api/users/7');
+    } finally {
+      server.close();
+    }
+    // The sub-app's own template: only the labeled app's routes are known (its mount path could
+    // be a pattern, and req.baseUrl is the literal text it matched).
+    assert.deepEqual(seen, { route: '/users/:id' });
+    assert.equal(own, false, 'req.route stays the accessor');
+  });
+}
+
+test("a koa app mounted in a labeled express app sees koa's own ctx._matchedRoute, express's req.route its own", async () => {
+  const express = require('express4');
+  const Koa = require('koa');
+  const Router = require('@koa/router');
+  const koaApp = new Koa();
+  koaRouteLabels(koaApp);
+  const router = new Router();
+  let matched;
+  let seen;
+  let beforeRouting = 'not run';
+  koaApp.use((ctx, next) => {
+    beforeRouting = ctx._matchedRoute;
+    return next();
+  });
+  router.get('/k/:id', (ctx) => {
+    matched = ctx._matchedRoute;
+    seen = heap.getHeapProfileLabels();
+    ctx.body = 'ok';
+  });
+  koaApp.use(router.routes());
+  const handler = koaApp.callback();
+  const app = express();
+  expressRouteLabels(app);
+  let expressRoute;
+  app.all('/k/*', (req, res) => {
+    res.on('finish', () => {
+      expressRoute = req.route;
+    });
+    handler(req, res);
+  });
+  const server = await listening(app.listen(0, '127.0.0.1'));
+  try {
+    await getPath(server, '/k/1');
+  } finally {
+    server.close();
+  }
+  assert.equal(beforeRouting, undefined, "koa's router has not matched yet");
+  assert.equal(matched, '/k/:id');
+  assert.equal(expressRoute.path, '/k/*', "after koa's routing too");
+  assert.deepEqual(seen, { route: '/k/:id' });
+});

@@ -202,16 +202,14 @@ function patchRequestPrototype(proto) {
     enumerable: true,
     get() {
       const state = stateOf(this);
-      return state === undefined ? undefined : state.route;
+      return state === undefined ? undefined : state.expressRoute;
     },
     set(route) {
-      const state = stateOf(this);
-      if (state === undefined) {
-        // A request of no labeled app: the data property express would have made.
-        Object.defineProperty(this, 'route', { value: route, writable: true, enumerable: true, configurable: true });
-        return;
-      }
-      state.route = route;
+      // Kept in the request's state even for a request no labeled app has started yet (an
+      // unlabeled app routing before it hands the request to a labeled sub-app): an own property
+      // here would hide this accessor from every later assignment.
+      const state = ensureState(this);
+      state.expressRoute = route;
       const mount = state.mount;
       if (mount === undefined || route === null || typeof route !== 'object' || route.path === undefined) return;
       // Guarded: express assigns req.route in its router, where a throw would fail the request.

@@ -159,7 +159,7 @@ function install(app, state) {
     enumerable: true,
     get() {
       const request = stateOf(this.req);
-      return request === undefined ? undefined : request.route;
+      return request === undefined ? undefined : request.koaMatchedRoute;
     },
     set(path) {
       const request = stateOf(this.req);
@@ -169,7 +169,7 @@ function install(app, state) {
         Object.defineProperty(this, '_matchedRoute', { value: path, writable: true, enumerable: true, configurable: true });
         return;
       }
-      request.route = path;
+      request.koaMatchedRoute = path;
       // Labeled while the app labels (handleRequest below then started the request).
       if (request.labels === undefined || !state.on) return;
       // Guarded: @koa/router assigns this in its dispatch, where a throw would fail the request.

@@ -82,11 +82,13 @@ class RequestState {
     this.labels = undefined;
     // Here: the label holder the request's own listeners run under (bindRequest).
     this.listeners = undefined;
-    // The integrations: the request's interned extra labels (their `labels` option), and the
-    // framework's own route value behind the accessor that reports it (express's req.route,
-    // koa's ctx._matchedRoute).
+    // The integrations: the request's interned extra labels (their `labels` option), and each
+    // framework's own route value behind the accessor that reports it (express's req.route, koa's
+    // ctx._matchedRoute): one field each, since one request can pass through both (a koa app
+    // mounted in an express app).
     this.extras = undefined;
-    this.route = undefined;
+    this.expressRoute = undefined;
+    this.koaMatchedRoute = undefined;
     // express-templates.js: the Mount the request is in, and req.baseUrl when it entered it.
     this.mount = undefined;
     this.base = undefined;

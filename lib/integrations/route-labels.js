@@ -16,12 +16,12 @@
 // Extra labels come from the user's `labels(request)` function once per request; its result is
 // validated like any label set (a frozen object it returns again is validated only once).
 //
-// The labeler keeps the label holder of each label object it made (once bound to the object's own
-// set, lib/labels.js isSettledHolder): entering or binding a route then asks the addon for
-// nothing (a native lookup per use costs about 2,000 instructions). So the sets of a labeler's
-// templates stay interned while its caches hold them: at most maxRoutes per extra-label set, for
-// the labeler's life (an extra-label set's, while its interned object lives).
-//
+// The labeler uses the label holders lib/labels.js keeps for label objects used over and over
+// (keptHolderOf): entering or binding a route then asks the addon for nothing (a native lookup per
+// use costs about 2,000 instructions). Kept holders keep their sets interned, so lib/labels.js lets
+// them all go when a label set overflows maxLabelSets: the sets of templates no request uses any
+// more are then pruned, and overflow stays temporary.
+
 // Entering labels for a request also makes them the request's own (request-context.js): the
 // listeners of its IncomingMessage and ServerResponse run under them. And it tells the automatic
 // instrumentation that the request's server has an integration, so that its next requests start
@@ -35,7 +35,7 @@ const {
   enterRequestLabels,
   bindRequestLabels,
 } = require('../context');
-const { MAX_LABELS, intern, internWith, holderOf, isSettledHolder } = require('../labels');
+const { MAX_LABELS, intern, internWith, keptHolderOf } = require('../labels');
 const { bindRequest, ensureState } = require('./request-context');
 const { claim } = require('../instrument/servers');
 
@@ -117,7 +117,6 @@ class RouteLabeler {
     this.bucketValues = new Map(METHODS.map((method) => [method, `${unmatched} ${method}`]));
     this.plain = new Map([[unmatched, this.bucket]]); // label value -> labels, without extra labels
     this.withExtras = new WeakMap(); // interned extra labels -> Map(template -> labels)
-    this.holders = new WeakMap(); // labels made here -> their label holder, once settled
     this.accepted = new Set(); // templates with their own label value (at most maxRoutes)
     this.warned = new Set();
   }
@@ -169,15 +168,6 @@ class RouteLabeler {
     return labels;
   }
 
-  // The label holder of `labels` (made by this labeler), kept once it is bound to their own set.
-  holderFor(labels) {
-    const kept = this.holders.get(labels);
-    if (kept !== undefined) return kept;
-    const holder = holderOf(labels);
-    if (isSettledHolder(labels)) this.holders.set(labels, holder);
-    return holder;
-  }
-
   cacheOf(extras) {
     let cache = this.withExtras.get(extras);
     if (cache === undefined) {
@@ -216,12 +206,12 @@ class RouteLabeler {
   startRequest(request, extras, state) {
     const labels = this.routeLabels(undefined, extras, request?.method);
     if (request === null || typeof request !== 'object') {
-      enterLabelHolder(this.holderFor(labels));
+      enterLabelHolder(keptHolderOf(labels));
       return labels;
     }
     if (state === undefined) state = ensureState(request);
     if (state.holder !== undefined) return this.enterLabels(request, labels, state);
-    state.holder = enterRequestLabels(labels, this.holderFor(labels));
+    state.holder = enterRequestLabels(labels, keptHolderOf(labels));
     state.labels = labels;
     bindRequest(request, state);
     claim(state);
@@ -235,7 +225,7 @@ class RouteLabeler {
   enterLabels(request, labels, state) {
     if (state === undefined && request !== null && typeof request === 'object') state = ensureState(request);
     const holder = state === undefined ? undefined : state.holder;
-    const labelsHolder = this.holderFor(labels);
+    const labelsHolder = keptHolderOf(labels);
     if (holder !== undefined) {
       bindRequestLabels(holder, labels, labelsHolder);
       state.labels = labels;
