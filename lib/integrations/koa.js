@@ -25,6 +25,16 @@
 //    so the final route wins and router middleware runs with the route it leads to. Nested routers
 //    are flattened by @koa/router with their prefixes, so the template is the full path
 //    ('/orgs/:org/members/:member').
+//    A layer for every method (router.all) ahead of a route for the request's method in the same
+//    match is router middleware too, and does not switch the label: @koa/router runs router.use()
+//    layers only for a method some route takes, so apps write middleware that must also run for
+//    the others (a CORS layer answering preflights, auth) as router.all(path, mw) before their
+//    routes (S3rver). Switching there named everything the layer and the router middleware after
+//    it allocate, until the route's own layer, by the layer's path: dead samples resolve at death
+//    (docs/architecture.md), so rebinding at the route moved only the live ones. Such a layer is
+//    the template when no other route of the match takes the method (an OPTIONS preflight, a
+//    method no route has): @koa/router then assigns its path for the match; and under an exclusive
+//    router (it runs one layer of the match).
 //
 // Koa registers its response writing (respond(): serializing ctx.body) and its error handling on
 // the middleware promise when the request starts, i.e. under the request holder: where a
@@ -51,6 +61,7 @@
 // calls koaRouteLabels(app) gets that call's options (before callback(): installed with them;
 // after: the installed hooks switch to them), never a second installation.
 
+const { METHODS } = require('node:http');
 const { createRouteLabeler, formatPath, joinPath } = require('./route-labels');
 const { stateOf, ensureState } = require('./request-context');
 
@@ -174,7 +185,7 @@ function install(app, state) {
       if (request.labels === undefined || !state.on) return;
       // Guarded: @koa/router assigns this in its dispatch, where a throw would fail the request.
       try {
-        if (!isRoutePath(this.matched, path)) return;
+        if (!isRoutePath(this.matched, path, this.method, this.router)) return;
         const template =
           this[kMountPath] === undefined
             ? formatPath(path)
@@ -214,16 +225,38 @@ function install(app, state) {
   app[kState] = state;
 }
 
-// Whether `path` is the path of a route layer (one with methods) among the layers the routers
-// matched for this request; anything else (router.use middleware) keeps the current labels.
-// Without ctx.matched (another router) every assignment counts.
-function isRoutePath(matched, path) {
+// Whether assigning `path` to ctx._matchedRoute names the request's route: `path` is the path of a
+// route layer (one with methods) among the layers the routers matched for this request, and not
+// only of layers for every method (router.all) with a route for the request's `method` after
+// them in the match (router middleware, above). Anything else (router.use middleware) keeps the
+// current labels. Without ctx.matched (another router) every assignment counts, and under an
+// exclusive router (@koa/router's `exclusive` option: it runs one layer of the match, which is
+// then the route whatever its methods) every route layer's does.
+function isRoutePath(matched, path, method, router) {
   if (!Array.isArray(matched)) return true;
+  const exclusive = router !== null && typeof router === 'object' && Boolean(router.exclusive);
+  let routeAfter = false; // a route for `method`, not for every method, later in the match
   for (let i = matched.length - 1; i >= 0; i--) {
-    const layer = matched[i];
-    if (layer.path === path && Array.isArray(layer.methods) && layer.methods.length > 0) return true;
+    const methods = matched[i].methods;
+    if (!Array.isArray(methods) || methods.length === 0) continue;
+    const everyMethod = !exclusive && takesEveryMethod(methods);
+    if (matched[i].path === path && !(everyMethod && routeAfter)) return true;
+    if (!everyMethod && methods.includes(method)) routeAfter = true;
   }
   return false;
+}
+
+// Whether a layer's methods are every method node:http knows (router.all(): @koa/router registers
+// http.METHODS), remembered per methods array (a layer's, fixed when the route is registered).
+const everyMethodOf = new WeakMap();
+function takesEveryMethod(methods) {
+  if (methods.length < METHODS.length) return false;
+  let every = everyMethodOf.get(methods);
+  if (every === undefined) {
+    every = METHODS.every((method) => methods.includes(method));
+    everyMethodOf.set(methods, every);
+  }
+  return every;
 }
 
 // The text koa-mount consumed from the request's path where `ctx` is now: what ctx.originalUrl's
