@@ -18,7 +18,6 @@
 // samples referenced are released with it.
 
 const http = require('node:http');
-const { performance } = require('node:perf_hooks');
 const { native } = require('./native');
 const { startHeapProfile, sessionOf } = require('./profile');
 const { capabilities } = require('./capabilities');
@@ -33,6 +32,12 @@ const { currentAgent, setCurrentAgent } = require('./current-agent');
 const { endpointPorts } = require('./process-model');
 const { startInstrumentation } = require('./instrument');
 const { markOwnServer } = require('./instrument/servers');
+
+// Milliseconds on a monotonic clock (node:perf_hooks' performance.now() without loading it: the
+// module and its bindings cost start-up instructions).
+function monotonicMs() {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
 
 
 function log(message) {
@@ -84,7 +89,7 @@ class Agent {
   #pusher; // the OtlpPusher, when otlpEndpoint is set
   #exitFlush; // removes the exit/SIGTERM flush listeners
   #otlpOptions; // the resource of pushed profiles
-  #windowStarted = performance.now(); // when the allocation window started
+  #windowStarted = monotonicMs(); // when the allocation window started
   #windowTimer; // ends a window nobody ended for allocationWindow seconds (no pushes)
   #instrumentation; // the automatic route labels (lib/instrument/), when option routes is on
   #stopped = false;
@@ -157,7 +162,7 @@ class Agent {
   // pauseMs is how long the main thread was held (the copy of V8's profile).
   async dump({ reason = 'api' } = {}) {
     this.#checkRunning();
-    const started = performance.now();
+    const started = monotonicMs();
     const pending = native.dumpProfile(this.#session, {
       reason,
       labeled: this.#labeled,
@@ -165,7 +170,7 @@ class Agent {
       keep: this.#options.keep,
       summaryAppendix: this.#growthSection(),
     });
-    const pauseMs = performance.now() - started;
+    const pauseMs = monotonicMs() - started;
     const result = await pending;
     return {
       pprofPath: result.pprofPath,
@@ -206,7 +211,7 @@ class Agent {
   #copyProfile({ pprof, summary, allocs, gc, reason }) {
     this.#checkRunning();
     if (gc) native.collectGarbage();
-    if (allocs && this.#pusher === undefined) this.#windowStarted = performance.now();
+    if (allocs && this.#pusher === undefined) this.#windowStarted = monotonicMs();
     return native.dumpProfile(this.#session, {
       reason,
       labeled: this.#labeled,
@@ -447,12 +452,12 @@ class Agent {
   // rescheduled from the last window end). The read copies V8's profile like any read.
   #scheduleWindowEnd() {
     const windowMs = this.#options.allocationWindow * 1000;
-    const due = this.#windowStarted + windowMs - performance.now();
+    const due = this.#windowStarted + windowMs - monotonicMs();
     this.#windowTimer = setTimeout(() => {
       this.#windowTimer = undefined;
       if (this.#stopped) return;
-      if (performance.now() - this.#windowStarted >= windowMs - 1) {
-        this.#windowStarted = performance.now();
+      if (monotonicMs() - this.#windowStarted >= windowMs - 1) {
+        this.#windowStarted = monotonicMs();
         try {
           native
             .dumpProfile(this.#session, { reason: 'allocation window', labeled: this.#labeled, pprof: false, summary: false, resetAllocations: true })

@@ -51,7 +51,11 @@ function create() {
   const { startHeapProfile } = require('./profile');
   const { MAX_LABELS, MAX_KEY_BYTES, MAX_VALUE_BYTES } = require('./labels');
   const { native, addonPath } = require('./native');
-  const { startAgent, currentAgent } = require('./agent');
+  const { currentAgent } = require('./current-agent');
+  // The agent's modules (node:http with them) load when an agent starts, not with the library.
+  function startAgent(options) {
+    return require('./agent').startAgent(options);
+  }
   const { counters: labelCounters } = require('./counters');
   // The report's modules (and node:zlib with them) load on the first diff, not with the library.
   function diffProfiles(base, current, options) {

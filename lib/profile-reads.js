@@ -17,7 +17,6 @@
 //     callers hold sockets and a share of the result, and nothing else bounds them.
 // The longest single hold is one GC plus one copy, or one copy.
 
-const { performance } = require('node:perf_hooks');
 
 // The agent's method that resolves to the shared result itself (the endpoint sends one Buffer to
 // all its clients); agent.profile() hands each caller a copy of its own.
@@ -62,10 +61,10 @@ class ProfileReads {
   #timer; // its setImmediate or setTimeout
   #recent = []; // Reads copied: being encoded, or done and still fresh
   #waiting = 0;
-  #earliestCopy = 0; // performance.now() before which no copy starts
+  #earliestCopy = 0; // now() (monotonic ms) before which no copy starts
   #lastGc = -Infinity;
 
-  constructor(copy, { now = () => performance.now() } = {}) {
+  constructor(copy, { now = () => Number(process.hrtime.bigint()) / 1e6 } = {}) {
     this.#copy = copy;
     this.#now = now;
   }

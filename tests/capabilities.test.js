@@ -176,3 +176,23 @@ test('28.1: require(\'heap-labels\') and the preload load no node:tls, node:http
     assert.deepEqual(JSON.parse(r.stdout), [], `${entry} loaded them`);
   }
 });
+
+test('28.1: require(\'heap-labels\') loads no node:http, node:net, node:perf_hooks nor a framework integration: the agent\'s modules load when an agent starts', () => {
+  const { spawnSync } = require('node:child_process');
+  const path = require('node:path');
+  const root = path.join(__dirname, '..');
+  const r = spawnSync(
+    process.execPath,
+    [
+      '-e',
+      `const before = new Set(process.moduleLoadList);
+      const heap = require(${JSON.stringify(path.join(root, 'lib/index.js'))});
+      const loaded = process.moduleLoadList.filter((m) => !before.has(m) && /^NativeModule (http|net|perf_hooks)$/.test(m));
+      const ours = Object.keys(require.cache).filter((f) => /[\\/]lib[\\/](agent|integrations[\\/]|endpoint)/.test(f));
+      process.stdout.write(JSON.stringify({ loaded, ours, startAgent: typeof heap.startAgent }));`,
+    ],
+    { encoding: 'utf8' },
+  );
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { loaded: [], ours: [], startAgent: 'function' });
+});

@@ -5,8 +5,7 @@
 // Its apps' functions are marked as framework listeners (servers.js), so that the servers they
 // serve (app.listen(), http.createServer(app), NestJS's adapter) start requests with the bucket.
 
-const { instrumentExpress } = require('../integrations/express');
-
+// The integration loads when an express module does (not with the agent: start-up cost).
 function recognise(exports) {
   const application = exports.application;
   return (
@@ -24,5 +23,5 @@ module.exports = {
   name: 'express',
   majors: [4, 5],
   recognise,
-  instrument: (express, automatic) => instrumentExpress(express, automatic),
+  instrument: (express, automatic) => require('../integrations/express').instrumentExpress(express, automatic),
 };

@@ -8,7 +8,6 @@
 // that loaded unseen, bundled say, is covered too).
 
 const dc = require('node:diagnostics_channel');
-const { fastifyAutomaticPlugin } = require('../integrations/fastify');
 const { markFrameworkServer } = require('./servers');
 
 const CHANNEL = 'fastify.initialization';
@@ -21,12 +20,13 @@ function recognise(exports) {
 // Subscribes; returns the function that unsubscribes. `admit(version)`: whether this fastify
 // version is to be instrumented (it says so when not); `done(version)`: an instance was.
 function watch(automatic, { admit, done }) {
-  const plugin = fastifyAutomaticPlugin(automatic);
+  let plugin; // made when the first instance comes (the integration loads then: start-up cost)
   function onInstance(message) {
     try {
       const instance = message.fastify;
       const version = instance.version;
       if (!admit(version)) return;
+      plugin ??= require('../integrations/fastify').fastifyAutomaticPlugin(automatic);
       instance.register(plugin);
       markFrameworkServer(instance.server);
       done(version);

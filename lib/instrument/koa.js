@@ -5,8 +5,7 @@
 // (instrumentKoa), which the explicit heap-labels/koa shares. The request handlers its
 // callback() returns are marked as framework listeners (servers.js).
 
-const { instrumentKoa } = require('../integrations/koa');
-
+// The integration loads when a koa module does (not with the agent: start-up cost).
 function recognise(exports) {
   const proto = exports.prototype;
   return (
@@ -22,5 +21,5 @@ module.exports = {
   name: 'koa',
   majors: [2, 3],
   recognise,
-  instrument: (Application, automatic) => instrumentKoa(Application, automatic),
+  instrument: (Application, automatic) => require('../integrations/koa').instrumentKoa(Application, automatic),
 };
