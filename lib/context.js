@@ -6,7 +6,7 @@
 
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { native } = require('./native');
-const { intern, holderOf, labelsOfHolder } = require('./labels');
+const { intern, keptHolderOf, labelsOfHolder } = require('./labels');
 const instance = require('./instance');
 
 // The storage instance is the key the patched runtime looks up in the AsyncContextFrame map. An
@@ -19,7 +19,7 @@ function withHeapProfileLabels(labels, fn) {
   if (typeof fn !== 'function') {
     throw new TypeError(`heap-labels: withHeapProfileLabels: fn must be a function, got ${typeof fn}`);
   }
-  const holder = holderOf(intern(labels, 'withHeapProfileLabels'));
+  const holder = keptHolderOf(intern(labels, 'withHeapProfileLabels'));
   return storage.run(holder, fn);
 }
 
@@ -28,7 +28,7 @@ function setHeapProfileLabels(labels) {
     storage.enterWith(undefined);
     return;
   }
-  storage.enterWith(holderOf(intern(labels, 'setHeapProfileLabels')));
+  storage.enterWith(keptHolderOf(intern(labels, 'setHeapProfileLabels')));
 }
 
 function getHeapProfileLabels() {

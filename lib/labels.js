@@ -256,19 +256,24 @@ function holderOf(labels) {
   return (serial !== undefined && native.liveLabelHolder(serial)) || holderOnOverflow(labels);
 }
 
-// Holders kept for label objects used over and over (a route labeler's per-route objects), so that
-// using one costs no addon call: only holders bound to their labels' own set (or to none), never
-// one on the overflow set. A kept holder keeps its set interned, so they are all let go when a new
-// holder lands on the overflow set (the registry is full): the sets of labels no one uses any more
-// can then be pruned after the next GC, and overflow does not stay.
+// Holders kept for label objects used over and over (a frozen per-route object, a route labeler's
+// labels), so that using one again costs no addon call (a native lookup is about 2,000
+// instructions, most of a label call). A holder is kept from the second use that finds it alive:
+// labels used once (a batch of distinct sets) keep nothing, and their sets go at the next GC. Only
+// holders bound to their labels' own set (or to none), never one on the overflow set. A kept holder
+// keeps its set interned while its label object lives, so they are all let go when a new holder
+// lands on the overflow set (the registry is full): the sets of labels no one uses any more can
+// then be pruned after the next GC, and overflow does not stay.
 let keptHolders = new WeakMap();
 
 function keptHolderOf(labels) {
   const kept = keptHolders.get(labels);
   if (kept !== undefined) return kept;
-  const holder = holderOf(labels);
-  if (holders.has(labels)) keptHolders.set(labels, holder);
-  return holder;
+  const serial = holders.get(labels);
+  const live = serial === undefined ? undefined : native.liveLabelHolder(serial);
+  if (!live) return holderOnOverflow(labels); // undefined (or null from the addon): not alive
+  keptHolders.set(labels, live);
+  return live;
 }
 
 // A new holder, and one made while the registry was at maxLabelSets (bound to the overflow set).
