@@ -164,7 +164,7 @@ test('130k label groups and a 5000-frame stack: report, --html and diff finish (
   for (let i = 0; i < 130_000; i++) samples.push({ stack: ['leaf', 'main'], values: [1, 1000 + i], labels: { tenant: `t${i}` } });
   const file = write('wide-deep.pb.gz', pprof({ samples }));
   const html = path.join(tmp, 'wide-deep.html');
-  const r = cli(['report', file, '--top', '1', '--html', html]);
+  const r = cli(['report', file, '--top', '1', '--all', '--html', html]);
   assert.equal(r.status, 0, r.stderr.slice(0, 2000));
   assert.match(r.stdout, /^tenant="deep"\s+9\.5 MiB/m);
   assert.equal(r.stdout.match(/^tenant="t\d+" /gm).length, 130_000);
@@ -258,4 +258,128 @@ test('the HTML report shows label values and function names as text, never as ma
   } finally {
     await chromium.close();
   }
+});
+
+// 27.11: a report is bounded by default (the largest groups, a line for the rest, --all for every
+// group); values a sum cannot take as they are are reported; one inflated-size limit for every
+// command that reads profiles.
+
+test('27.11 report lists the 50 largest groups by default, one line for the rest; --all lists every group (text and --json)', () => {
+  const samples = Array.from({ length: 120 }, (_, i) => ({ stack: [`site${i % 3}`, 'main'], values: [1, 1024 * (i + 1)], labels: { tenant: `t${i}` } }));
+  const file = write('many-groups.pb.gz', pprof({ samples }));
+  const restBytes = Array.from({ length: 70 }, (_, i) => 1024 * (i + 1)).reduce((a, b) => a + b, 0);
+  const totalBytes = Array.from({ length: 120 }, (_, i) => 1024 * (i + 1)).reduce((a, b) => a + b, 0);
+
+  const r = cli(['report', file]);
+  assert.equal(r.status, 0, r.stderr);
+  const rows = r.stdout.match(/^tenant="t\d+" /gm);
+  assert.equal(rows.length, 50, 'one table row per shown group, none in the site sections');
+  assert.match(r.stdout, /^tenant="t119"\s+120 KiB/m);
+  assert.match(r.stdout, /^tenant="t70"\s/m);
+  assert.doesNotMatch(r.stdout, /^tenant="t69"\s/m);
+  const share = ((restBytes / totalBytes) * 100).toFixed(1);
+  assert.match(r.stdout, new RegExp(`^70 more groups not shown \\(2\\.4 MiB, ${share.replace('.', '\\.')}% of in-use bytes\\): --all shows every group$`, 'm'));
+  assert.equal(r.stdout.match(/^ {2}site\d main/gm), null);
+  assert.equal(r.stdout.match(/^ {2}site\d app\.js:1/gm).length, 50, 'sites of the shown groups only');
+
+  const all = cli(['report', file, '--all']);
+  assert.equal(all.status, 0, all.stderr);
+  assert.equal(all.stdout.match(/^tenant="t\d+" /gm).length, 120);
+  assert.doesNotMatch(all.stdout, /more groups? not shown/);
+
+  const json = JSON.parse(cli(['report', file, '--json']).stdout)[0];
+  assert.equal(json.groupCount, 120);
+  assert.equal(json.groups.length, 50);
+  assert.deepEqual(json.groups.map((g) => g.labels.tenant), Array.from({ length: 50 }, (_, i) => `t${119 - i}`));
+  assert.equal(json.moreGroups.count, 70);
+  assert.equal(json.moreGroups.inuseBytes, restBytes);
+  assert.equal(json.moreGroups.inuseObjects, 70);
+  assert.equal(json.total.inuseBytes, totalBytes);
+  const jsonAll = JSON.parse(cli(['report', file, '--json', '--all']).stdout)[0];
+  assert.equal(jsonAll.groups.length, 120);
+  assert.equal(jsonAll.moreGroups, null);
+  // --all is report's: diff and export refuse it.
+  assertBadInput(cli(['diff', file, file, '--all']), /--all is an option of report/);
+});
+
+test('27.11 report of 600k label groups: read within the default limit, in bounded memory, printing a bounded table', (t) => {
+  // The profile of docs/performance.md's measurement (benchmark/report/wide-profile.js): one sample
+  // per { tenant, route } set. Before, it was refused at the default limit (its samples' ids,
+  // values and labels counted as kept elements), and read with a raised limit it printed 170 MB.
+  const { wideProfile } = require('../benchmark/report/wide-profile');
+  const file = write('wide-600k.pb.gz', wideProfile(600_000));
+  const r = cli(['report', file]);
+  assert.equal(r.status, 0, r.stderr.slice(0, 2000));
+  t.diagnostic(`600k groups: ${r.ms} ms, peak RSS ${r.maxRssMiB.toFixed(0)} MiB, ${r.stdout.length} bytes printed`);
+  assert.ok(r.stdout.length < 64 * 1024, `${r.stdout.length} bytes printed`);
+  assert.match(r.stdout, /^599,950 more groups not shown \([^)]+\): --all shows every group$/m);
+  assert.ok(r.maxRssMiB < 768, `peak RSS ${r.maxRssMiB.toFixed(0)} MiB`);
+  const byTenant = cli(['report', file, '--key', 'tenant', '--json', '--top', '1']);
+  assert.equal(byTenant.status, 0, byTenant.stderr.slice(0, 2000));
+  const summary = JSON.parse(byTenant.stdout)[0];
+  assert.equal(summary.groupCount, Math.ceil(600_000 / 64)); // tenant-${i >> 6}
+  assert.equal(summary.groups.length + summary.moreGroups.count, summary.groupCount);
+  assert.equal(summary.groups.reduce((a, g) => a + g.inuseObjects, 0) + summary.moreGroups.inuseObjects, summary.total.inuseObjects);
+});
+
+test('27.11 negative and overflowing sample values: one warning line each on stderr (how many, which types), figures as the warning says', () => {
+  const negative = write('negative-warn.pb.gz', pprof({
+    samples: [
+      { stack: ['f'], values: [-2, -3072], labels: { route: '/neg' } },
+      { stack: ['g'], values: [1, 1024] },
+      { stack: ['h'], values: [-1, 5], labels: { route: '/neg' } },
+    ],
+  }));
+  const warning = /^heap-labels: warning: \S+negative-warn\.pb\.gz: 3 negative sample values \(2 inuse_objects, 1 inuse_space\): summed as they are, so figures are net amounts$/m;
+  for (const args of [['report', negative], ['report', negative, '--json'], ['report', negative, '--all', '--top', '0'], ['diff', negative, negative]]) {
+    const r = cli(args);
+    assert.equal(r.status, 0, r.stderr);
+    const times = args[0] === 'diff' ? 2 : 1;
+    assert.equal(r.stderr.match(new RegExp(warning.source, 'gm'))?.length, times, `${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stderr.split('\n').filter(Boolean).length, times, r.stderr);
+  }
+  const json = JSON.parse(cli(['report', negative, '--json']).stdout)[0];
+  assert.equal(json.groups.find((g) => g.name === 'route="/neg"').inuseBytes, -3067);
+  assert.equal(json.warnings.length, 1);
+
+  // 2^60 in one sample, and three of 2^52 whose sum passes 2^53: approximate, said once.
+  const huge = write('huge-warn.pb.gz', pprof({
+    samples: [
+      { stack: ['f'], values: [1, 2n ** 60n], labels: { route: '/huge' } },
+      ...Array.from({ length: 3 }, () => ({ stack: ['g'], values: [1, 2n ** 52n], labels: { route: '/big' } })),
+    ],
+  }));
+  const r = cli(['report', huge]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stderr, /^heap-labels: warning: \S+huge-warn\.pb\.gz: 1 sample value beyond 2\^53 - 1 \(1 inuse_space\); sums of inuse_space can pass it: such figures are rounded to the nearest representable number \(approximate, not exact\)\n$/);
+  assert.match(r.stdout, /^route="\/huge"\s+1048576 TiB\s/m); // 2^60 bytes, the nearest double of the sum
+  // A clean profile: nothing on stderr.
+  const clean = cli(['report', write('clean.pb.gz', pprof({ samples: [{ stack: ['f'], values: [1, 64] }] }))]);
+  assert.equal(clean.stderr, '');
+});
+
+test('27.11 export --otlp and report share one inflated-size limit, named in the error with how to raise it', () => {
+  // A valid heap profile padded with an unknown field to 70 MiB once inflated (~70 KB gzip'd):
+  // past the 64 MiB default. Before, report refused it and export --otlp (its own 512 MiB cap)
+  // converted it.
+  const profile = zlib.gunzipSync(pprof({ samples: [{ stack: ['f'], values: [1, 64], labels: { route: '/a' } }] }));
+  const pad = 70 * 1024 * 1024;
+  const key = Buffer.from([0x7a]); // field 15, length-delimited: skipped by every reader
+  const length = [];
+  let n = pad;
+  for (; n >= 0x80; n >>>= 7) length.push((n & 0x7f) | 0x80);
+  length.push(n);
+  const padded = write('padded.pb.gz', zlib.gzipSync(Buffer.concat([profile, key, Buffer.from(length), Buffer.alloc(pad)])));
+  const out = path.join(tmp, 'padded.otlp.pb');
+  const limit = /padded\.pb\.gz: decompresses to more than 64 MiB \(raise it with --max-inflated-mib\)/;
+  assertBadInput(cli(['report', padded]), limit);
+  assertBadInput(cli(['export', '--otlp', padded, '--out', out]), limit);
+  assert.ok(!fs.existsSync(out));
+  // Raised, both read it.
+  const report = cli(['report', padded, '--max-inflated-mib', '128']);
+  assert.equal(report.status, 0, report.stderr);
+  assert.match(report.stdout, /^route="\/a"\s+64 B/m);
+  const exported = cli(['export', '--otlp', padded, '--out', out, '--max-inflated-mib', '128']);
+  assert.equal(exported.status, 0, exported.stderr);
+  assert.ok(fs.statSync(out).size > 0);
 });

@@ -40,5 +40,11 @@ export function groupModel(model: HeapModel, key?: string): GroupedModel;
 export function callTree(samples: ModelSample[], field?: keyof ReportFigures): CallTreeNode;
 /** "function file:line" of a frame. */
 export function siteText(frame: Frame): string;
+/** byLabel's order of rows: in-use bytes, then allocated bytes, largest first, then by name. */
+export function byFigures(a: ReportFigures & { name: string }, b: ReportFigures & { name: string }): number;
+/** The group rule of byLabel(key) for a set's keys: ALL (the whole set), the index of `key`, or NONE (unlabeled). */
+export function groupedBy(keys: readonly string[], key: string | undefined): number;
+export const ALL: -1;
+export const NONE: -2;
 export const FIGURES: readonly (keyof ReportFigures)[];
 export const UNLABELED: Labels;

@@ -9,12 +9,26 @@ const { labelsText, printable } = require('./format');
 const FIGURES = ['inuseBytes', 'inuseObjects', 'allocBytes', 'allocObjects'];
 const UNLABELED = Object.freeze({});
 
-// How a group is named in tables, the HTML and diff rows: labelsText (format.js), which no two
-// label sets share and which holds no control character.
+// The rule of byLabel(key), for a label set given by its keys (any order): ALL when its group is
+// the whole set (no key given, or the overflow set, which stays a group of its own), the index of
+// `key` among them (the group of that key's value), or NONE (no labels, or no such key: the
+// unlabeled group `{}`). The one owner of the rule: groupModel applies it to label objects,
+// summary.js to the label ids of a pprof file.
+const ALL = -1;
+const NONE = -2;
+function groupedBy(keys, key) {
+  if (keys.length === 0) return NONE;
+  if (key === undefined || keys.includes(OVERFLOW_KEY)) return ALL;
+  const i = keys.indexOf(key);
+  return i < 0 ? NONE : i;
+}
+
+// The labels of the group a label set falls in. How a group is named in tables, the HTML and diff
+// rows: labelsText (format.js), which no two label sets share and which holds no control character.
 function groupLabelsOf(labels, key) {
-  if (Object.keys(labels).length === 0) return UNLABELED;
-  if (key === undefined || Object.hasOwn(labels, OVERFLOW_KEY)) return labels;
-  if (!Object.hasOwn(labels, key)) return UNLABELED;
+  const g = groupedBy(Object.keys(labels), key);
+  if (g === ALL) return labels;
+  if (g === NONE) return UNLABELED;
   return Object.freeze({ [key]: labels[key] });
 }
 
@@ -36,10 +50,16 @@ function byFigures(a, b) {
 function groupModel(model, key) {
   const groups = new Map();
   const total = zero();
+  // Samples share their frozen label objects: the group of each is looked up once.
+  const groupOf = new Map();
   for (const s of model.samples) {
     add(total, s);
-    const labels = groupLabelsOf(s.labels, key);
-    const name = labelsText(labels);
+    let named = groupOf.get(s.labels);
+    if (named === undefined) {
+      const labels = groupLabelsOf(s.labels, key);
+      groupOf.set(s.labels, (named = { labels, name: labelsText(labels) }));
+    }
+    const { labels, name } = named;
     let g = groups.get(name);
     if (g === undefined) groups.set(name, (g = { name, labels, ...zero(), sites: new Map(), samples: [] }));
     add(g, s);
@@ -96,4 +116,4 @@ function finishTree(root) {
   return out;
 }
 
-module.exports = { groupModel, callTree, siteText, FIGURES, UNLABELED };
+module.exports = { groupModel, callTree, siteText, byFigures, groupedBy, ALL, NONE, FIGURES, UNLABELED };

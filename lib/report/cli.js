@@ -4,14 +4,15 @@
 
 const fs = require('node:fs');
 const { parseArgs } = require('node:util');
-const { readPprofFile, ReportError, DEFAULT_MAX_INFLATED_BYTES } = require('./model');
-const { groupModel } = require('./aggregate');
+const { readPprof, readPprofFile, readProfileBytes, ReportError, DEFAULT_MAX_INFLATED_BYTES } = require('./model');
+const { summarizePprof, DEFAULT_GROUPS } = require('./summary');
+const { printable } = require('./format');
 const { diffModels } = require('./diff');
 const { reportText, diffText } = require('./text');
 const { reportHtml, diffHtml } = require('./html');
 const { exportOtlp } = require('./export');
 
-const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N] [--html OUT.html] [--json]
+const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N] [--all] [--html OUT.html] [--json]
        heap-labels diff <base.pb.gz> <current.pb.gz> [--key KEY] [--top N] [--html OUT.html] [--json]
        heap-labels export --otlp <profile.pb.gz> [--out FILE] [--service-name NAME] [--attribute K=V]...
 
@@ -20,6 +21,8 @@ const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N
   diff     growth per label from base to current, and the top growing sites of each label
   --key KEY      group by the value of label KEY instead of by full label set
   --top N        sites listed per label (default 10; 0: none)
+  --all          report: list every label group (default: the ${DEFAULT_GROUPS} largest, and one line for
+                 the rest)
   --html FILE    also write a self-contained HTML view (bars, flame graph, timeline)
   --json         print the figures as JSON instead of the text tables
   --max-inflated-mib N
@@ -35,6 +38,7 @@ const OPTIONS = {
   top: { type: 'string' },
   html: { type: 'string' },
   json: { type: 'boolean' },
+  all: { type: 'boolean' },
   otlp: { type: 'boolean' },
   out: { type: 'string', short: 'o' },
   'service-name': { type: 'string' },
@@ -65,6 +69,8 @@ function parse(argv) {
     }
     o.maxInflatedBytes = Math.floor(Number(mib) * 1048576);
   }
+  o.groups = values.all ? Infinity : DEFAULT_GROUPS;
+  if (values.all && o.command !== 'report') throw new ReportError('--all is an option of report (heap-labels --help for usage)');
   if (o.key !== undefined && o.key === '') throw new ReportError('--key must not be empty');
   if (o.html !== undefined && o.html === '') throw new ReportError('--html needs a file name');
   o.otlp = Boolean(values.otlp);
@@ -93,18 +99,20 @@ function writeHtml(file, html) {
   }
 }
 
-// JSON view of one model's groups (the figures the text table shows, unrounded).
-function groupsJson(model, key, top) {
-  const { total, groups } = groupModel(model, key);
+// JSON view of one summary (summary.js): the figures the text table shows, unrounded; `moreGroups`
+// the groups not listed (null when every group is).
+function summaryJson(summary) {
+  const { rest, groups, ...head } = summary;
   return {
-    source: model.source,
-    timeNanos: model.timeNanos,
-    readNanos: model.readNanos,
-    period: model.period,
-    hasAllocations: model.hasAllocations,
-    total,
-    groups: groups.map(({ samples, sites, ...g }) => ({ ...g, sites: sites.slice(0, top).map(({ frame, ...s }) => ({ ...s, function: frame.name, file: frame.file, line: frame.line })) })),
+    ...head,
+    groups: groups.map(({ sites, ...g }) => ({ ...g, sites: sites.map(({ frame, ...s }) => ({ ...s, function: frame.name, file: frame.file, line: frame.line })) })),
+    moreGroups: rest,
   };
+}
+
+// What the reader noticed about a profile's values (model.js ValueCheck): one line each on stderr.
+function warn(io, warnings) {
+  for (const w of warnings) io.stderr.write(`heap-labels: warning: ${printable(w)}\n`);
 }
 
 // Runs one command line; returns the exit status. `io` is where output goes (tests pass buffers).
@@ -117,13 +125,18 @@ function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
     }
     if (o.command === 'report') {
       if (o.files.length === 0) throw new ReportError('report: no profile given (heap-labels report <profile.pb.gz>...)');
-      const models = o.files.map((f) => readPprofFile(f, o));
+      // The tables and JSON come from a bounded one-pass summary of each file; the HTML page
+      // (call trees per label) needs the whole model, read only with --html.
+      const inputs = o.files.map((f) => ({ file: f, bytes: readProfileBytes(f, o) }));
+      const summaries = inputs.map(({ file, bytes }) => summarizePprof(bytes, file, o));
+      for (const s of summaries) warn(io, s.warnings);
       if (o.json) {
-        io.stdout.write(`${JSON.stringify(models.map((m) => groupsJson(m, o.key, o.top)), null, 2)}\n`);
+        io.stdout.write(`${JSON.stringify(summaries.map(summaryJson), null, 2)}\n`);
       } else {
-        io.stdout.write(models.map((m) => reportText(m, o)).join('\n'));
+        io.stdout.write(summaries.map((s) => reportText(s, o)).join('\n'));
       }
       if (o.html) {
+        const models = inputs.map(({ file, bytes }) => readPprof(bytes, file, o));
         writeHtml(o.html, reportHtml(models, o));
         io.stderr.write(`wrote ${o.html}\n`);
       }
@@ -132,6 +145,7 @@ function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
     if (o.command === 'diff') {
       if (o.files.length !== 2) throw new ReportError(`diff: needs two profiles (base and current), got ${o.files.length}`);
       const [base, current] = o.files.map((f) => readPprofFile(f, o));
+      warn(io, [...base.warnings, ...current.warnings]);
       const diff = diffModels(base, current, o);
       io.stdout.write(o.json ? `${JSON.stringify(diff, null, 2)}\n` : diffText(diff, o));
       if (o.html) {

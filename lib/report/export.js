@@ -7,7 +7,7 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { ReportError, readProfileBytes } = require('./model');
+const { ReportError, readProfileBytes, inflateProfile } = require('./model');
 
 // Where the OTLP file goes by default: beside the input, `.otlp.pb` for `.pb.gz`/`.pb`.
 function defaultOutput(file) {
@@ -32,8 +32,10 @@ function exportOtlp(file, { out = defaultOutput(file), serviceName, attributes, 
   } catch (e) {
     throw new ReportError(e.message.replace(/^heap-labels: /, ''));
   }
-  // Bounded as the report's reads are (a device or a huge file is refused, not read whole).
-  const input = readProfileBytes(file, { maxInflatedBytes });
+  // Bounded as the report's reads are, by the same limit (model.js): a device or a huge file is
+  // refused, not read whole, and the profile is inflated here, so the addon gets raw
+  // profile.proto bytes and its own gunzip (and its larger cap) is never reached from the CLI.
+  const input = inflateProfile(readProfileBytes(file, { maxInflatedBytes }), file, { maxInflatedBytes });
   let encoded;
   try {
     encoded = native.pprofToOtlp(input, otlpOptions(checked, { thisProcess: false }));

@@ -1,6 +1,7 @@
 // heap-labels/report: reports and diffs of pprof files and AllocationProfile reads.
 export { readPprof, readPprofFile, fromAllocationProfile, ReportError, type HeapModel, type ModelSample, type Frame } from './model.js';
 export { groupModel, type GroupedModel, type GroupRow, type SiteRow, type CallTreeNode } from './aggregate.js';
+export { summarizePprof, summarizeModel, type ProfileSummary, type SummaryGroup, type SummaryOptions } from './summary.js';
 export { diffModels, diffProfiles } from './diff.js';
 export { reportText, diffText } from './text.js';
 export { reportHtml, diffHtml } from './html.js';

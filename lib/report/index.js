@@ -3,6 +3,7 @@
 
 const { readPprof, readPprofFile, fromAllocationProfile, ReportError } = require('./model');
 const { groupModel } = require('./aggregate');
+const { summarizePprof, summarizeModel } = require('./summary');
 const { diffModels, diffProfiles } = require('./diff');
 const { reportText, diffText } = require('./text');
 const { reportHtml, diffHtml } = require('./html');
@@ -12,6 +13,8 @@ module.exports = {
   readPprofFile,
   fromAllocationProfile,
   groupModel,
+  summarizePprof,
+  summarizeModel,
   diffModels,
   diffProfiles,
   reportText,

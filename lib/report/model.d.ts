@@ -35,6 +35,11 @@ export interface HeapModel {
   hasAllocations: boolean;
   sampleTypes: { type: string; unit: string }[];
   samples: ModelSample[];
+  /**
+   * What the reader noticed about the values, one line each: negative values (summed as they are:
+   * net figures) and values or sums beyond 2^53 - 1 (rounded: approximate). Empty for in-process reads.
+   */
+  warnings: string[];
 }
 
 /** Bad input (unreadable file, not a heap pprof, bad options): the CLI prints it and exits 2. */
@@ -44,6 +49,11 @@ export class ReportError extends Error {}
 export function readPprof(bytes: Uint8Array, source?: string, options?: ReadOptions): HeapModel;
 /** Reads and decodes a pprof file; throws ReportError naming the file. */
 export function readPprofFile(file: string, options?: ReadOptions): HeapModel;
+/**
+ * gzip'd (or plain) profile.proto bytes -> the plain bytes, at most `maxInflatedBytes` (the one
+ * limit of report, diff and export --otlp); a ReportError naming `source` and the limit otherwise.
+ */
+export function inflateProfile(bytes: Uint8Array, source?: string, options?: ReadOptions): Buffer;
 /** A profile file's bytes, refused (ReportError) beyond `maxInflatedBytes` before more is read. */
 export function readProfileBytes(file: string, options?: ReadOptions): Buffer;
 
@@ -65,3 +75,32 @@ export function canonicalLabels(pairs: Iterable<[string, string]>): Labels;
 
 /** The overflow set's key ('heap_labels.overflow'). */
 export const OVERFLOW_KEY: string;
+
+/** The frame of samples without a location: '(other sites)'. */
+export const OTHER_SITES: Frame;
+/** Whether a pprof label is a string label (numeric ones are not label sets). */
+export function isStringLabel(label: { str: number; num: number }): boolean;
+
+/** What every reader of a heap pprof needs before its samples (see model.js). */
+export function profileHeader(
+  raw: Buffer,
+  source: string,
+  options?: ReadOptions & { samples?: boolean },
+): {
+  p: import('./pprof-decode.js').DecodedProfile;
+  str(index: number): string;
+  types: { type: string; unit: string }[];
+  /** Index of each figure among a sample's values (-1: the profile has no such type). */
+  at: { inuseBytes: number; inuseObjects: number; allocBytes: number; allocObjects: number };
+  frames: Map<number, Frame>;
+  meta: Omit<HeapModel, 'samples' | 'warnings'>;
+};
+
+/** Notices negative sample values and values or sums beyond 2^53 - 1 while a profile is read. */
+export class ValueCheck {
+  constructor(types: { type: string; unit: string }[]);
+  /** One sample's values, in sample-type order. */
+  note(values: number[]): void;
+  /** One line per kind noticed, naming `source`, the types and the counts. */
+  warnings(source: string): string[];
+}

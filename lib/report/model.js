@@ -43,26 +43,40 @@ function canonicalLabels(pairs) {
   return Object.freeze(labels);
 }
 
-// gzip'd (or raw) profile.proto bytes -> model. `source` names the input in errors and views;
-// `maxInflatedBytes` bounds the decompressed size (default 64 MiB).
-function readPprof(bytes, source = 'profile', { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } = {}) {
-  const limit = `${formatMiB(maxInflatedBytes)} (raise it with --max-inflated-mib)`;
+// The one limit on how large a profile may be once decompressed, for every reader of profile
+// files (report, diff and export --otlp): gzip'd (or raw) profile.proto bytes -> the raw bytes, at
+// most `maxInflatedBytes`; a ReportError naming `source` and the limit otherwise.
+function inflateProfile(bytes, source = 'profile', { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } = {}) {
   let raw;
   const gzipped = bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b;
   try {
     raw = gzipped ? zlib.gunzipSync(bytes, { maxOutputLength: maxInflatedBytes }) : bytes;
   } catch (e) {
-    if (e.code === 'ERR_BUFFER_TOO_LARGE') throw new ReportError(`${source}: decompresses to more than ${limit}`);
+    if (e.code === 'ERR_BUFFER_TOO_LARGE') throw new ReportError(`${source}: decompresses to more than ${limitText(maxInflatedBytes)}`);
     throw new ReportError(`${source}: not a gzip'd pprof profile (${e.message})`);
   }
-  if (raw.length > maxInflatedBytes) throw new ReportError(`${source}: larger than ${limit}`);
-  if (!Buffer.isBuffer(raw)) raw = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+  if (raw.length > maxInflatedBytes) throw new ReportError(`${source}: larger than ${limitText(maxInflatedBytes)}`);
+  return Buffer.isBuffer(raw) ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+}
+
+const limitText = (maxInflatedBytes) => `${formatMiB(maxInflatedBytes)} (raise it with --max-inflated-mib)`;
+
+// Decoder errors as ReportErrors naming the input (and the limit, when it is what refused).
+function asReportError(e, source, maxInflatedBytes) {
+  if (!(e instanceof DecodeError)) return e;
+  return new ReportError(`${source}: not a pprof profile (${e.message}${/repeated elements/.test(e.message) ? `; the limit follows ${limitText(maxInflatedBytes)}` : ''})`);
+}
+
+// Raw profile.proto bytes -> what every reader of a heap profile needs before its samples: the
+// decoded tables (`p`, without samples when `samples` is false), a string lookup, the sample types
+// and where each figure is among a sample's values, and the frames by location id. Throws a
+// ReportError for what is not a heap profile.
+function profileHeader(raw, source, { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES, samples = true } = {}) {
   let p;
   try {
-    p = decodeProfile(raw, { maxElements: Math.max(1024, Math.floor(maxInflatedBytes / ELEMENT_BYTES)) });
+    p = decodeProfile(raw, { maxElements: Math.max(1024, Math.floor(maxInflatedBytes / ELEMENT_BYTES)), samples });
   } catch (e) {
-    if (!(e instanceof DecodeError)) throw e;
-    throw new ReportError(`${source}: not a pprof profile (${e.message}${/repeated elements/.test(e.message) ? `; the limit follows ${limit}` : ''})`);
+    throw asReportError(e, source, maxInflatedBytes);
   }
   const strings = p.stringTable;
   const str = (i) => strings[i] ?? '';
@@ -94,14 +108,93 @@ function readPprof(bytes, source = 'profile', { maxInflatedBytes = DEFAULT_MAX_I
       Object.freeze({ name: fn ? str(fn.name) || '(anonymous)' : '(unknown)', file: fn ? str(fn.filename) : '', line: line ? num(line.line) : 0 }),
     );
   }
+  const timeNanos = num(p.timeNanos);
+  const durationNanos = num(p.durationNanos);
+  return {
+    p,
+    str,
+    types,
+    at,
+    frames,
+    meta: {
+      source,
+      timeNanos,
+      durationNanos,
+      // time_nanos is when the session started, the same for every read of it: the read itself
+      // happened duration_nanos later, which is what orders snapshots of one session.
+      readNanos: timeNanos > 0 ? timeNanos + durationNanos : 0,
+      period: num(p.period),
+      hasAllocations,
+      sampleTypes: types,
+    },
+  };
+}
+
+// String labels only (what this project writes); numeric ones (str unset) are not label sets.
+const isStringLabel = (l) => num(l.str) !== 0 || num(l.num) === 0;
+
+// The sample values a sum cannot take as they are, noticed while reading: negative values (pprof
+// allows them; diffs of profiles have them) are summed as they are, so a group's figure is a net
+// amount; values beyond Number.MAX_SAFE_INTEGER, or sums that can get there, are rounded to the
+// nearest double (approximate, never wrapped). warnings() says so, once per kind, naming the
+// sample types and how many values.
+class ValueCheck {
+  constructor(types) {
+    this.types = types;
+    this.negative = new Array(types.length).fill(0);
+    this.huge = new Array(types.length).fill(0);
+    this.absSum = new Array(types.length).fill(0);
+  }
+
+  note(values) {
+    const n = Math.min(values.length, this.types.length);
+    for (let i = 0; i < n; i++) {
+      const v = values[i];
+      if (v < 0) this.negative[i]++;
+      const a = Math.abs(v);
+      if (a > Number.MAX_SAFE_INTEGER) this.huge[i]++;
+      this.absSum[i] += a;
+    }
+  }
+
+  warnings(source) {
+    const out = [];
+    const list = (counts) =>
+      this.types
+        .map((t, i) => [t.type || `type ${i}`, counts[i]])
+        .filter(([, c]) => c > 0)
+        .map(([t, c]) => `${c} ${t}`)
+        .join(', ');
+    const negatives = this.negative.reduce((a, b) => a + b, 0);
+    if (negatives > 0) {
+      out.push(`${source}: ${negatives} negative sample value${negatives === 1 ? '' : 's'} (${list(this.negative)}): summed as they are, so figures are net amounts`);
+    }
+    const huge = this.huge.reduce((a, b) => a + b, 0);
+    const overflowing = this.types.map((t, i) => (this.absSum[i] > Number.MAX_SAFE_INTEGER ? t.type || `type ${i}` : null)).filter((t) => t !== null);
+    if (huge > 0 || overflowing.length > 0) {
+      const values = huge > 0 ? `${huge} sample value${huge === 1 ? '' : 's'} beyond 2^53 - 1 (${list(this.huge)})` : 'no single value beyond 2^53 - 1';
+      const sums = overflowing.length > 0 ? `; sums of ${overflowing.join(', ')} can pass it` : '';
+      out.push(`${source}: ${values}${sums}: such figures are rounded to the nearest representable number (approximate, not exact)`);
+    }
+    return out;
+  }
+}
+
+// gzip'd (or raw) profile.proto bytes -> model. `source` names the input in errors and views;
+// `maxInflatedBytes` bounds the decompressed size (default 64 MiB). `warnings`: what the reader
+// noticed about the values (ValueCheck), for the caller to show.
+function readPprof(bytes, source = 'profile', { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } = {}) {
+  const raw = inflateProfile(bytes, source, { maxInflatedBytes });
+  const { p, str, types, at, frames, meta } = profileHeader(raw, source, { maxInflatedBytes });
+  const check = new ValueCheck(types);
   const labelCache = new Map();
   const samples = p.sample.map((s) => {
-    // String labels only (what this project writes); numeric ones (str unset) are not label sets.
-    const pairs = s.label.filter((l) => num(l.str) !== 0 || num(l.num) === 0).map((l) => [str(l.key), str(l.str)]);
+    const pairs = s.label.filter(isStringLabel).map((l) => [str(l.key), str(l.str)]);
     const cacheKey = JSON.stringify(pairs);
     let labels = labelCache.get(cacheKey);
     if (labels === undefined) labelCache.set(cacheKey, (labels = canonicalLabels(pairs)));
     const stack = s.locationId.map((id) => frames.get(num(id)) ?? OTHER_SITES);
+    check.note(s.value);
     const v = (i) => (i < 0 ? 0 : num(s.value[i]));
     return {
       labels,
@@ -112,20 +205,7 @@ function readPprof(bytes, source = 'profile', { maxInflatedBytes = DEFAULT_MAX_I
       allocObjects: v(at.allocObjects),
     };
   });
-  const timeNanos = num(p.timeNanos);
-  const durationNanos = num(p.durationNanos);
-  return {
-    source,
-    timeNanos,
-    durationNanos,
-    // time_nanos is when the session started, the same for every read of it: the read itself
-    // happened duration_nanos later, which is what orders snapshots of one session.
-    readNanos: timeNanos > 0 ? timeNanos + durationNanos : 0,
-    period: num(p.period),
-    hasAllocations,
-    sampleTypes: types,
-    samples,
-  };
+  return { ...meta, samples, warnings: check.warnings(source) };
 }
 
 const formatMiB = (bytes) => `${+(bytes / 1048576).toFixed(2)} MiB`;
@@ -140,7 +220,7 @@ function readPprofFile(file, { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } =
 // `maxInflatedBytes` before more is read; ReportError naming the file.
 function readProfileBytes(file, { maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } = {}) {
   const max = maxInflatedBytes + 1024;
-  const tooLarge = () => new ReportError(`${file}: larger than ${formatMiB(maxInflatedBytes)} (raise it with --max-inflated-mib)`);
+  const tooLarge = () => new ReportError(`${file}: larger than ${limitText(maxInflatedBytes)}`);
   let fd;
   try {
     fd = fs.openSync(file, 'r');
@@ -223,7 +303,22 @@ function fromAllocationProfile(profile, source = 'profile') {
       { type: 'inuse_space', unit: 'bytes' },
     ],
     samples,
+    warnings: [],
   };
 }
 
-module.exports = { readPprof, readPprofFile, readProfileBytes, DEFAULT_MAX_INFLATED_BYTES, fromAllocationProfile, ReportError, OVERFLOW_KEY, canonicalLabels };
+module.exports = {
+  readPprof,
+  readPprofFile,
+  readProfileBytes,
+  inflateProfile,
+  profileHeader,
+  ValueCheck,
+  isStringLabel,
+  DEFAULT_MAX_INFLATED_BYTES,
+  fromAllocationProfile,
+  ReportError,
+  OVERFLOW_KEY,
+  OTHER_SITES,
+  canonicalLabels,
+};

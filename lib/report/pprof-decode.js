@@ -15,6 +15,7 @@ class Reader {
   constructor(buf, budget) {
     this.buf = buf;
     this.budget = budget; // { left: elements still allowed }
+    this.next = 0;
   }
 
   // One element of a repeated field: counts against the budget.
@@ -22,7 +23,8 @@ class Reader {
     if (--this.budget.left < 0) throw new DecodeError(`more than ${this.budget.max} repeated elements`);
   }
 
-  // A varint at `pos` (< end): [value as a Number (int64 two's complement read as signed), next].
+  // A varint at `pos` (< end): its value as a Number (int64 two's complement read as signed); the
+  // position after it in `this.next` (no array per varint: a profile has millions of them).
   varint(pos, end) {
     const buf = this.buf;
     let lo = 0;
@@ -32,7 +34,10 @@ class Reader {
       if (pos >= end) throw new DecodeError('truncated varint');
       const b = buf[pos++];
       lo |= (b & 0x7f) << shift;
-      if (b < 0x80) return [lo >>> 0, pos];
+      if (b < 0x80) {
+        this.next = pos;
+        return lo >>> 0;
+      }
     }
     // Longer: the rest in BigInt, up to 10 bytes (64 bits).
     let value = BigInt(lo >>> 0);
@@ -46,7 +51,8 @@ class Reader {
       if (b < 0x80) break;
     }
     // int64 is two's complement on the wire; beyond 2^53 a Number is the nearest value.
-    return [Number(BigInt.asIntN(64, value)), pos];
+    this.next = pos;
+    return Number(BigInt.asIntN(64, value));
   }
 
   // Calls field(number, wireType, valueOrStart, end) for each field of the message in [pos, end);
@@ -54,15 +60,15 @@ class Reader {
   // varints the value itself.
   message(pos, end, field) {
     while (pos < end) {
-      let key;
-      [key, pos] = this.varint(pos, end);
+      const key = this.varint(pos, end);
+      pos = this.next;
       const number = Math.floor(key / 8);
       const wire = key & 7;
       if (number <= 0) throw new DecodeError(`field number ${number}`);
       switch (wire) {
         case 0: {
-          let v;
-          [v, pos] = this.varint(pos, end);
+          const v = this.varint(pos, end);
+          pos = this.next;
           field(number, 0, v, pos);
           break;
         }
@@ -71,8 +77,8 @@ class Reader {
           pos += 8;
           break;
         case 2: {
-          let length;
-          [length, pos] = this.varint(pos, end);
+          const length = this.varint(pos, end);
+          pos = this.next;
           if (length < 0 || length > end - pos) throw new DecodeError('length beyond the end of its message');
           field(number, 2, pos, pos + length);
           pos += length;
@@ -99,8 +105,8 @@ class Reader {
     let pos = value;
     while (pos < end) {
       this.element();
-      let v;
-      [v, pos] = this.varint(pos, end);
+      const v = this.varint(pos, end);
+      pos = this.next;
       list.push(v);
     }
   }
@@ -175,13 +181,41 @@ function decodeFunction(r, start, end) {
   return out;
 }
 
-// profile.proto bytes (a Buffer) -> { sampleType, sample, location, function, stringTable,
-// timeNanos, durationNanos, period }; throws DecodeError on malformed input or beyond
-// `maxElements` repeated elements.
-function decodeProfile(buf, { maxElements }) {
+const newScratch = () => ({ locationId: [], value: [], label: [], labelCount: 0 });
+
+// A sample decoded into `out` (reused from sample to sample by forEachSample): its arrays are
+// truncated and refilled, its label objects reused; `out.labelCount` of `out.label` are this
+// sample's. Checked as decodeSample is, without counting elements: nothing is kept.
+function decodeSampleInto(r, start, end, out) {
+  out.locationId.length = 0;
+  out.value.length = 0;
+  out.labelCount = 0;
+  r.message(start, end, (n, w, v, e) => {
+    if (n === 1) r.integers(w, v, e, out.locationId);
+    else if (n === 2) r.integers(w, v, e, out.value);
+    else if (n === 3 && w === 2) {
+      const label = out.label[out.labelCount] ?? (out.label[out.labelCount] = { key: 0, str: 0, num: 0 });
+      out.labelCount++;
+      label.key = label.str = label.num = 0;
+      r.message(v, e, (ln, lw, lv) => {
+        if (ln === 1) label.key = Reader.scalar(lw, lv);
+        else if (ln === 2) label.str = Reader.scalar(lw, lv);
+        else if (ln === 3) label.num = Reader.scalar(lw, lv);
+      });
+    }
+  });
+}
+
+// profile.proto bytes (a Buffer) -> { sampleType, sample, sampleCount, location, function,
+// stringTable, timeNanos, durationNanos, period }; throws DecodeError on malformed input or beyond
+// `maxElements` repeated elements. With `samples: false` the samples are checked and counted (one
+// element each) but not kept (`sample` stays empty): forEachSample reads them afterwards, one at a
+// time, so a profile's memory is its tables, not its samples.
+function decodeProfile(buf, { maxElements, samples = true }) {
   const budget = { left: maxElements, max: maxElements };
   const r = new Reader(buf, budget);
-  const p = { sampleType: [], sample: [], location: [], function: [], stringTable: [], timeNanos: 0, durationNanos: 0, period: 0 };
+  const scratch = newScratch();
+  const p = { sampleType: [], sample: [], sampleCount: 0, location: [], function: [], stringTable: [], timeNanos: 0, durationNanos: 0, period: 0 };
   r.message(0, buf.length, (n, w, v, e) => {
     if (w === 2) {
       switch (n) {
@@ -191,7 +225,9 @@ function decodeProfile(buf, { maxElements }) {
           return;
         case 2:
           r.element();
-          p.sample.push(decodeSample(r, v, e));
+          p.sampleCount++;
+          if (samples) p.sample.push(decodeSample(r, v, e));
+          else decodeSampleInto(r, v, e, scratch);
           return;
         case 4:
           r.element();
@@ -216,4 +252,18 @@ function decodeProfile(buf, { maxElements }) {
   return p;
 }
 
-module.exports = { decodeProfile, DecodeError };
+// Calls visit(sample) for each sample of a profile decodeProfile has read (and so checked) with
+// `samples: false`, in file order; `sample` is one object reused for every call ({ locationId, value, label,
+// labelCount }: read it, do not keep it). Throws DecodeError on a malformed sample.
+function forEachSample(buf, visit) {
+  const r = new Reader(buf, { left: Infinity, max: Infinity });
+  const scratch = newScratch();
+  r.message(0, buf.length, (n, w, v, e) => {
+    if (n === 2 && w === 2) {
+      decodeSampleInto(r, v, e, scratch);
+      visit(scratch);
+    }
+  });
+}
+
+module.exports = { decodeProfile, forEachSample, DecodeError };

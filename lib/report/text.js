@@ -1,21 +1,24 @@
 'use strict';
 // The terminal views: the per-label report of one profile and the growth table of a diff.
 
-const { groupModel } = require('./aggregate');
+const { summarizeModel } = require('./summary');
 const f = require('./format');
 
 function when(readNanos) {
   return readNanos > 0 ? new Date(readNanos / 1e6).toISOString() : 'time unknown';
 }
 
-// One profile: the per-label table, then the top `top` sites (leaf function file:line) of each.
-function reportText(model, { key, top = 10 } = {}) {
-  const { total, groups } = groupModel(model, key);
-  const alloc = model.hasAllocations;
+// One profile (a model, summarized here, or a summary from summary.js): the per-label table of the
+// `groups` largest groups (default 50; Infinity: all) and a line for the rest, then the top `top`
+// sites (leaf function file:line) of each shown group.
+function reportText(profile, { key, top = 10, groups } = {}) {
+  const summary = Array.isArray(profile.samples) ? summarizeModel(profile, { key, top, groups }) : profile;
+  const { total } = summary;
+  const alloc = summary.hasAllocations;
   const out = [];
-  out.push(`${model.source}: heap profile taken ${when(model.readNanos)}, sampling period ${f.formatCount(model.period)} bytes`);
+  out.push(`${summary.source}: heap profile taken ${when(summary.readNanos)}, sampling period ${f.formatCount(summary.period)} bytes`);
   out.push(key === undefined ? 'Grouped by label set' : `Grouped by ${key}`);
-  if (groups.length === 1 && Object.keys(groups[0].labels).length === 0) {
+  if (summary.groupCount === 1 && summary.groups.length === 1 && Object.keys(summary.groups[0].labels).length === 0) {
     out.push('No sample carries labels (a stock runtime, or no labels were set): one unlabeled group.');
   }
   out.push('');
@@ -26,12 +29,20 @@ function reportText(model, { key, top = 10 } = {}) {
     if (alloc) r.push(f.formatBytes(g.allocBytes), f.formatPercent(allocShare), f.formatCount(g.allocObjects));
     return r;
   };
-  const rows = groups.map((g) => row(g, g.share, g.allocShare));
+  const rows = summary.groups.map((g) => row(g, g.share, g.allocShare));
   rows.push(row({ name: 'total', ...total }, total.inuseBytes > 0 ? 1 : 0, total.allocBytes > 0 ? 1 : 0));
   out.push(f.table(header, rows));
+  const { rest } = summary;
+  if (rest) {
+    const allocPart = alloc ? `, ${f.formatPercent(rest.allocShare)} of allocated bytes` : '';
+    out.push(
+      `${f.formatCount(rest.count)} more group${rest.count === 1 ? '' : 's'} not shown (${f.formatBytes(rest.inuseBytes)}, ${f.formatPercent(rest.share)} of in-use bytes${allocPart}): --all shows every group`,
+    );
+  }
   if (top > 0) {
-    out.push('', `Top ${top} sites per label (in-use bytes; share of the label's)`);
-    for (const g of groups) {
+    const which = rest ? `per label of the ${f.formatCount(summary.groups.length)} shown` : 'per label';
+    out.push('', `Top ${top} sites ${which} (in-use bytes; share of the label's)`);
+    for (const g of summary.groups) {
       out.push('', g.name);
       const siteHeader = ['site', 'in-use bytes', 'share', 'in-use objects'];
       if (alloc) siteHeader.push('alloc bytes', 'alloc objects');

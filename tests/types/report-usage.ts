@@ -13,7 +13,10 @@ import {
   ReportError,
   reportHtml,
   reportText,
+  summarizePprof,
+  summarizeModel,
   type HeapModel,
+  type ProfileSummary,
 } from 'heap-labels/report';
 import { main } from '../../lib/report/cli.js';
 import { formatBytes, table } from '../../lib/report/format.js';
@@ -37,6 +40,9 @@ const fileDiff: ProfileDiff = diffModels(a, b, { key: 'route' });
 const text: string = reportText(a, { top: 3 }) + diffText(fileDiff);
 const html: string = reportHtml([a, b, inProcess], { key: 'route' }) + diffHtml(a, b, fileDiff);
 const share: number = groupModel(a, 'route').groups[0].share;
+const bounded: ProfileSummary = summarizePprof(new Uint8Array(0), 'c.pb.gz', { key: 'route', top: 3, groups: 20, maxInflatedBytes: 1 << 20 });
+const rest: number = (bounded.rest?.count ?? 0) + summarizeModel(a, { groups: Infinity }).groupCount;
+console.log(reportText(bounded, { groups: 20 }), rest, bounded.warnings.join('\n'), a.warnings.length);
 const status: number = main(['report', 'a.pb.gz', '--json']);
 console.log(text, html, share, status, formatBytes(1536), table(['a'], [['b']]));
 try {
@@ -53,3 +59,5 @@ diffProfiles(before);
 diffProfiles(a, b);
 // @ts-expect-error reportHtml takes a list of models
 reportHtml(a);
+// @ts-expect-error groups is a number
+summarizeModel(a, { groups: 'all' });
