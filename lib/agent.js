@@ -165,6 +165,7 @@ class Agent {
       keep: this.#options.keep,
       summaryAppendix: this.#growthSection(),
       allocationsSinceStart: true,
+      resetAllocations: this.#pusher === undefined,
     });
     const pauseMs = performance.now() - started;
     const result = await pending;
@@ -217,6 +218,8 @@ class Agent {
       allocs,
       // Go's semantics: since the start, never restarted by a read (pushes keep their windows).
       allocationsSinceStart: true,
+      // Without pushes nobody reads the window: each read lets its groups (and sets) go.
+      resetAllocations: this.#pusher === undefined,
     });
   }
 

@@ -17,6 +17,9 @@ pub mod ffi {
         RestartWindow,
         /// Everything since the session started (never restarted by a read).
         SinceStart,
+        /// `SinceStart`, and the window restarts after this read (an owner that never reads the
+        /// window lets its groups, and the label sets they hold, go).
+        SinceStartRestartWindow,
     }
 
     /// Options for `HeapProfiler::StartSamplingHeapProfiler`.
@@ -344,7 +347,12 @@ fn take_dead_samples(
         ffi::AllocationsRead::RestartWindow => Read::RestartWindow {
             highest_live: highest_live_sample_id,
         },
-        ffi::AllocationsRead::SinceStart => Read::SinceStart,
+        ffi::AllocationsRead::SinceStart => Read::SinceStart {
+            restart_window_after: None,
+        },
+        ffi::AllocationsRead::SinceStartRestartWindow => Read::SinceStart {
+            restart_window_after: Some(highest_live_sample_id),
+        },
         // `Window`, and any value C++ could pass that the enum does not name: the read that
         // changes nothing.
         _ => Read::Window,

@@ -54,7 +54,7 @@ pub struct NativeDumpOptions {
     /// End the allocation window with this read (pushes).
     pub reset_allocations: Option<bool>,
     /// Take the allocated figures since the session started instead of the window's (the agent's
-    /// endpoint and dumps, Go's semantics); excludes `reset_allocations`.
+    /// endpoint and dumps, Go's semantics); with `reset_allocations` the window restarts too.
     pub allocations_since_start: Option<bool>,
     /// In memory: also the allocs pprof, Go's allocs profile (the same data, `alloc_space` the
     /// default sample type when the profile has allocation figures).
@@ -230,12 +230,7 @@ pub fn dump_profile(
         };
         let time_nanos = now_nanos();
         let read = match (options.reset_allocations, options.allocations_since_start) {
-            (Some(true), Some(true)) => {
-                return Err(Error::InvalidOption {
-                    name: "allocationsSinceStart",
-                    reason: "excludes resetAllocations".into(),
-                })
-            }
+            (Some(true), Some(true)) => AllocationsRead::SinceStartRestartWindow,
             (Some(true), _) => AllocationsRead::RestartWindow,
             (_, Some(true)) => AllocationsRead::SinceStart,
             _ => AllocationsRead::Window,

@@ -120,15 +120,26 @@ pub fn read(state: &mut IsolateAddon, id: u32, read: ffi::AllocationsRead) -> Re
     let external = state.external_input();
     let mut profile = model::build_profile(raw, session.options.sample_interval, external);
     profile.encode_options = encode_options(&session, read);
-    if read == ffi::AllocationsRead::RestartWindow {
+    if restarts_window(read) {
         start_window(state);
     }
     Ok(profile)
 }
 
+/// Whether `read` restarts the allocation window.
+fn restarts_window(read: ffi::AllocationsRead) -> bool {
+    matches!(
+        read,
+        ffi::AllocationsRead::RestartWindow | ffi::AllocationsRead::SinceStartRestartWindow
+    )
+}
+
 /// The header times of a read: the window's, or the session's for a read since the start.
 fn encode_options(session: &Session, read: ffi::AllocationsRead) -> EncodeOptions {
-    if read == ffi::AllocationsRead::SinceStart {
+    if matches!(
+        read,
+        ffi::AllocationsRead::SinceStart | ffi::AllocationsRead::SinceStartRestartWindow
+    ) {
         session.since_start_encode_options()
     } else {
         session.encode_options()
@@ -164,7 +175,7 @@ pub fn read_raw(state: &mut IsolateAddon, id: u32, read: ffi::AllocationsRead) -
         sample_interval: session.options.sample_interval,
         encode_options: encode_options(&session, read),
     };
-    if read == ffi::AllocationsRead::RestartWindow {
+    if restarts_window(read) {
         start_window(state);
     }
     Ok(copy)

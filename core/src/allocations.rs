@@ -86,8 +86,10 @@ pub enum AllocationsRead {
     Window,
     /// The window, which then restarts after the highest id among the read's live samples.
     RestartWindow { highest_live: u64 },
-    /// Everything since the session started.
-    SinceStart,
+    /// Everything since the session started; with `restart_window_after` the window restarts
+    /// too, as with [`RestartWindow`](Self::RestartWindow) (an owner that reads only since the
+    /// start lets the window's groups go with each read).
+    SinceStart { restart_window_after: Option<u64> },
 }
 
 /// Dead samples of one (node, cell) whose request was not routed when they died: all of them
@@ -360,10 +362,18 @@ impl DeadSampleTotals {
                     window_start,
                 }
             }
-            AllocationsRead::SinceStart => DeadSnapshot {
-                groups: self.since_start_groups(),
-                window_start: 0,
-            },
+            AllocationsRead::SinceStart {
+                restart_window_after,
+            } => {
+                if let Some(highest_live) = restart_window_after {
+                    self.window_start = window_start.max(self.highest_recorded).max(highest_live);
+                    self.window.map = FxHashMap::default();
+                }
+                DeadSnapshot {
+                    groups: self.since_start_groups(),
+                    window_start: 0,
+                }
+            }
         }
     }
 
@@ -664,7 +674,9 @@ mod tests {
         let window = totals.snapshot(AllocationsRead::Window);
         assert_eq!(bytes_of(&window, &a), 1.0);
         drop(window);
-        let since = totals.snapshot(AllocationsRead::SinceStart);
+        let since = totals.snapshot(AllocationsRead::SinceStart {
+            restart_window_after: None,
+        });
         assert_eq!(since.window_start, 0, "every live sample counts too");
         assert_eq!(
             bytes_of(&since, &a),
@@ -673,7 +685,9 @@ mod tests {
         );
         drop(since);
         // A second read adds nothing and takes nothing away.
-        let again = totals.snapshot(AllocationsRead::SinceStart);
+        let again = totals.snapshot(AllocationsRead::SinceStart {
+            restart_window_after: None,
+        });
         assert_eq!(bytes_of(&again, &a), 111.0);
     }
 
@@ -694,7 +708,9 @@ mod tests {
         );
         drop(a);
         assert_eq!(home.prune(), 1, "the set is released");
-        let since = totals.snapshot(AllocationsRead::SinceStart);
+        let since = totals.snapshot(AllocationsRead::SinceStart {
+            restart_window_after: None,
+        });
         assert_eq!(
             bytes_by_labels(&since, "/rotating"),
             100.0,
@@ -705,7 +721,9 @@ mod tests {
         let again = set(&home, "/rotating");
         // SAFETY: as above.
         unsafe { totals.record(captured(&again), 1, 5, 2) };
-        let since = totals.snapshot(AllocationsRead::SinceStart);
+        let since = totals.snapshot(AllocationsRead::SinceStart {
+            restart_window_after: None,
+        });
         assert_eq!(since.groups.len(), 1, "one group for one (site, labels)");
         assert_eq!(bytes_of(&since, &again), 105.0);
     }
@@ -721,7 +739,9 @@ mod tests {
         // SAFETY: the word owns the reference `captured_word` took.
         unsafe { totals.record(captured_word(word), 5, 100, 3) };
         assert!(cell.bind(Arc::clone(&route)));
-        let since = totals.snapshot(AllocationsRead::SinceStart);
+        let since = totals.snapshot(AllocationsRead::SinceStart {
+            restart_window_after: None,
+        });
         assert_eq!(bytes_of(&since, &route), 100.0);
         let window = totals.snapshot(AllocationsRead::Window);
         assert_eq!(bytes_of(&window, &route), 100.0, "and in the window");

@@ -189,11 +189,14 @@ fn sample_key(p: &proto::Profile, ids: &Ids, sample: &proto::Sample) -> SampleKe
     SampleKey { stack, labels }
 }
 
+/// A location by content in the output's tables: address and (function id, line, column) per frame.
+type LocationKey = (u64, Vec<(u64, i64, i64)>);
+
 /// The output's string, function and location tables, to add a sample of the base to it.
 struct Tables {
     strings: FxHashMap<String, i64>,
     functions: FxHashMap<(i64, i64, i64, i64), u64>,
-    locations: FxHashMap<(u64, Vec<(u64, i64, i64)>), u64>,
+    locations: FxHashMap<LocationKey, u64>,
     next_function: u64,
     next_location: u64,
 }
