@@ -100,23 +100,23 @@ void IsolateState::stop_sampling() {
   sampling_ = false;
 }
 
-ReadOptions IsolateState::ReadOptionsFor(bool restart_allocations) const {
+ReadOptions IsolateState::ReadOptionsFor(AllocationsRead read) const {
   ReadOptions options;
   options.unlabeled_word = sample_context_.unlabeled_word;
   if (reports_allocations()) {
     options.dead_sample_totals = sample_context_.dead_sample_totals;
-    options.restart_allocations = restart_allocations;
+    options.allocations_read = read;
   }
   return options;
 }
 
-RawProfile IsolateState::read_profile(bool restart_allocations) {
+RawProfile IsolateState::read_profile(AllocationsRead read) {
   RawProfile profile;
   if (!sampling_) {
     throw std::runtime_error("no sampling heap profiler is running");
   }
   if (!ReadAllocationProfile(isolate_, &profile,
-                             ReadOptionsFor(restart_allocations))) {
+                             ReadOptionsFor(read))) {
     // V8 has no profile: its sampler was stopped outside heap-labels (the
     // inspector's HeapProfiler.stopSampling). The session is over.
     StopExternalTracking();
@@ -237,7 +237,7 @@ void IsolateState::disarm_near_heap_limit() {
 
 bool IsolateState::ReadProfileForDump(RawProfile* out) {
   return sampling_ &&
-         ReadAllocationProfile(isolate_, out, ReadOptionsFor(false));
+         ReadAllocationProfile(isolate_, out, ReadOptionsFor(AllocationsRead::Window));
 }
 
 std::unique_ptr<IsolateState> new_isolate_state(std::size_t external_counters) {

@@ -130,7 +130,7 @@ bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
   // live in `profile` or among the dead samples, never both, never neither.
   if (options.dead_sample_totals != 0) {
     out->allocations = take_dead_samples(options.dead_sample_totals,
-                                         options.restart_allocations,
+                                         options.allocations_read,
                                          HighestSampleId(*profile));
   }
   CopyNodes(isolate, profile->GetRootNode(), &out->nodes);

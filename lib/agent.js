@@ -6,12 +6,12 @@
 // Started by heap-labels/register from the environment, or by startAgent(options) from code.
 //
 // Allocations (option allocations, on by default): the session tracks what was allocated per
-// (site, label set) in a window. The window ends at each push when pushing is on, otherwise at
-// each read of the allocs profile (/debug/pprof/allocs, profile({ allocs: true })): each of those
-// reports the allocations since the previous one (a delta), dumps and heap reads report the
-// window so far without ending it. Without pushes, a window that no allocs read ended for
-// allocationWindow seconds is ended by the agent: the window's totals hold the label sets
-// allocated in it, and rotating sets must not pile up when nobody reads.
+// (site, label set), in two views of one set of totals (core/src/allocations.rs). Reads of the
+// profile (the endpoint's /heap and /allocs, profile(), dumps) show what was allocated since the
+// agent started, as Go's profiles do, so that two of them subtract (`go tool pprof -base`,
+// ?seconds=N); no read restarts it. Pushes send windows: each push the allocations since the
+// previous push. Without pushes, the agent ends the window every allocationWindow seconds: the
+// window's totals hold the label sets allocated in it, and rotating sets must not pile up.
 //
 // Memory stays bounded: the agent never keeps a profile. A dump copies V8's profile on the main
 // thread, builds, encodes and writes it on a libuv worker thread and drops it; the label sets its
@@ -169,6 +169,8 @@ class Agent {
       dir: this.#options.dir,
       keep: this.#options.keep,
       summaryAppendix: this.#growthSection(),
+      allocationsSinceStart: true,
+      resetAllocations: this.#pusher === undefined,
     });
     const pauseMs = monotonicMs() - started;
     const result = await pending;
@@ -183,8 +185,8 @@ class Agent {
 
   // The current profile in memory: format 'pprof' (gzip-compressed profile.proto, a Buffer) or
   // 'summary' (the text per-label table); gc: run a full garbage collection first; allocs: Go's
-  // allocs profile (the same data, alloc_space the default sample type), whose read ends the
-  // allocation window unless pushes own it. Concurrent callers share one copy of V8's profile,
+  // allocs profile (the same data, alloc_space the default sample type). Allocated figures are
+  // those since the agent started. Concurrent callers share one copy of V8's profile,
   // copies are spaced and forced GCs rate-limited (lib/profile-reads.js): a refused read rejects
   // with code ERR_HEAP_LABELS_BUSY and `retryAfter` (seconds).
   async profile({ format = 'pprof', gc = false, reason = 'api', allocs = false } = {}) {
@@ -194,15 +196,16 @@ class Agent {
   }
 
   // As profile(), but the pprof Buffer may be shared with other callers (the endpoint sends it
-  // as it is, whatever the number of clients).
-  async [SHARED_PROFILE]({ format = 'pprof', gc = false, reason = 'api', allocs = false } = {}) {
+  // as it is, whatever the number of clients). notBefore: see ProfileReads.read (a delta's second
+  // profile must be copied after its wait).
+  async [SHARED_PROFILE]({ format = 'pprof', gc = false, reason = 'api', allocs = false, notBefore } = {}) {
     this.#checkRunning();
     if (format !== 'pprof' && format !== 'summary') {
       throw new TypeError(`heap-labels: profile: format must be 'pprof' or 'summary', got ${JSON.stringify(format)}`);
     }
     // The allocs profile is a format of its own: it shares a copy with heap and summary readers.
     const what = format === 'pprof' && allocs === true ? 'allocs' : format;
-    const result = await this.#reads.read(what, gc === true, String(reason));
+    const result = await this.#reads.read(what, gc === true, String(reason), notBefore);
     return result[what];
   }
 
@@ -211,7 +214,6 @@ class Agent {
   #copyProfile({ pprof, summary, allocs, gc, reason }) {
     this.#checkRunning();
     if (gc) native.collectGarbage();
-    if (allocs && this.#pusher === undefined) this.#windowStarted = monotonicMs();
     return native.dumpProfile(this.#session, {
       reason,
       labeled: this.#labeled,
@@ -219,8 +221,10 @@ class Agent {
       summary,
       summaryAppendix: summary ? this.#growthSection() : undefined,
       allocs,
-      // Scrapes of the allocs profile end the window, unless pushes own it.
-      resetAllocations: allocs && this.#pusher === undefined,
+      // Go's semantics: since the start, never restarted by a read (pushes keep their windows).
+      allocationsSinceStart: true,
+      // Without pushes nobody reads the window: each read lets its groups (and sets) go.
+      resetAllocations: this.#pusher === undefined,
     });
   }
 
@@ -448,8 +452,9 @@ class Agent {
     this.#exitFlush = undefined;
   }
 
-  // Ends the allocation window when nobody did for allocationWindow seconds (an unref'd timer,
-  // rescheduled from the last window end). The read copies V8's profile like any read.
+  // Ends the allocation window every allocationWindow seconds when nothing pushes (an unref'd
+  // timer): nothing reads that window then, and its groups would hold every label set allocated
+  // since the start. The read copies V8's profile like any read.
   #scheduleWindowEnd() {
     const windowMs = this.#options.allocationWindow * 1000;
     const due = this.#windowStarted + windowMs - monotonicMs();

@@ -358,11 +358,11 @@ const OPTIONS = Object.freeze({
   watchMinGrowthPercent: { env: 'HEAP_LABELS_WATCH_MIN_GROWTH_PERCENT', kind: integer(0, 10000), default: () => 10 },
   // Allocated figures per window (trackAllocations): what /debug/pprof/allocs and pushes report.
   // On by default: no measurable cost per request (benchmark/results/), memory bounded by sites x
-  // label sets, and each push or allocs scrape ends the window (docs/otlp.md).
+  // label sets; reads count since the agent's start, each push sends its window (docs/otlp.md).
   allocations: { env: 'HEAP_LABELS_ALLOCATIONS', kind: onOff, default: () => true },
-  // The longest an allocation window lasts when neither pushes nor allocs reads end it: its
-  // groups hold the label sets allocated in it, so with rotating sets and no reader they would
-  // count against maxLabelSets for the session's life. Pushes, when on, own the window instead.
+  // Without pushes, the agent ends the allocation window (which only pushes read) at least this
+  // often: its groups hold the label sets allocated in it, so with rotating sets they would count
+  // against maxLabelSets for the session's life. Pushes, when on, own the window instead.
   allocationWindow: { env: 'HEAP_LABELS_ALLOCATION_WINDOW', kind: positiveSeconds(1, 86400), default: () => 60 },
   // Pushing OTLP profiles to a collector (lib/push.js): on when an endpoint is set.
   otlpEndpoint: { env: 'HEAP_LABELS_OTLP_ENDPOINT', kind: collectorUrl, default: () => null },

@@ -9,14 +9,16 @@ export interface HeapProfileHandlerOptions {
   token?: string;
   /**
    * `'heap'` (default) or `'allocs'`: Go's allocs profile, the same data with `alloc_space` the
-   * default sample type; each read ends the agent's allocation window unless pushes own it.
+   * default sample type. Allocated figures count from the agent's start, as in Go.
    */
   profile?: 'heap' | 'allocs';
 }
 
 /**
  * `(req, res)` handler serving the gzip-compressed pprof (`?gc=1`: full GC first; `?debug=1`: the text
- * per-label table). Mount it for node:http or express, e.g. `app.get('/debug/pprof/heap', handler)`.
+ * per-label table; `?seconds=N`, N in 1..3600: the difference between a profile now and one N
+ * seconds later, as Go's net/http/pprof serves it). Mount it for node:http or express, e.g.
+ * `app.get('/debug/pprof/heap', handler)`.
  * Concurrent requests share one copy of the profile; refused ones get 429 (`?gc=1` more than once
  * per 10 s) or 503 (more than 64 waiting) with `Retry-After`. A profile's response carries
  * `X-Heap-Labels-Pid` (the serving process's pid). The returned promise never rejects.

@@ -3,8 +3,11 @@
 //   go tool pprof http://127.0.0.1:6060/debug/pprof/heap
 // works: GET returns the gzip-compressed pprof of the agent's session; ?gc=1 runs a full garbage
 // collection first; ?debug=1 returns the text per-label table instead. With { profile: 'allocs' }
-// it serves Go's /debug/pprof/allocs: the same data with alloc_space the default sample type, a
-// read that ends the agent's allocation window (unless pushes own it, see lib/agent.js).
+// it serves Go's /debug/pprof/allocs: the same data with alloc_space the default sample type.
+// As in Go, the allocated figures count from the agent's start (no read restarts them), and
+// ?seconds=N returns a delta: a profile now, one N seconds later, the first subtracted from the
+// second (natively, off the main thread: core/src/pprof/delta.rs). The wait holds a timer and
+// the first profile, nothing else; a client that goes away ends it.
 //
 // One handler for node:http and express ((req, res)), with thin forms for fastify and koa. The
 // request chooses only among those query options: nothing in it names a file or a path.
@@ -16,8 +19,9 @@
 // Retry-After. The handler never throws or rejects, whatever the request. A profile's response
 // carries X-Heap-Labels-Pid, the pid of the process whose heap it is.
 
+const { performance } = require('node:perf_hooks');
 const { currentAgent } = require('./current-agent');
-const { SHARED_PROFILE } = require('./profile-reads');
+const { SHARED_PROFILE, ReadRefusedError } = require('./profile-reads');
 
 // Loaded when a token is first digested (creating a handler with a token), not with the package:
 // a Node.js built without crypto can still profile, and a token there fails when it is configured.
@@ -28,6 +32,12 @@ const HEAP_PATH = '/debug/pprof/heap';
 const ALLOCS_PATH = '/debug/pprof/allocs';
 const PROFILES = ['heap', 'allocs'];
 const PID_HEADER = 'x-heap-labels-pid';
+// ?seconds=N: N in 1..MAX_DELTA_SECONDS (Go takes any positive integer its server's write timeout
+// allows; an hour is past what a profiling client asks for and bounds how long a request holds a
+// socket and its first profile). At most MAX_DELTAS wait at once (each holds one profile).
+const MAX_DELTA_SECONDS = 3600;
+const MAX_DELTAS = 16;
+let waitingDeltas = 0;
 
 function digest(text) {
   return cryptoModule().createHash('sha256').update(text, 'utf8').digest();
@@ -49,6 +59,58 @@ function flag(params, name) {
   if (value === null || value === '' || value === '0' || value === 'false') return false;
   if (value === '1' || value === 'true') return true;
   throw new RangeError(`query parameter ${name} must be 0 or 1, got ${JSON.stringify(value)}`);
+}
+
+// The seconds of a delta request, undefined when the query has none; a RangeError for a value
+// that is not a whole number in 1..MAX_DELTA_SECONDS (Go's rule: a positive integer).
+function deltaSeconds(params) {
+  const value = params.get('seconds');
+  if (value === null) return undefined;
+  const n = /^\+?[0-9]{1,10}$/.test(value) ? Number(value) : NaN;
+  if (!(n >= 1 && n <= MAX_DELTA_SECONDS)) {
+    const shown = value.length > 40 ? `${value.slice(0, 40)}...` : value;
+    throw new RangeError(`query parameter seconds must be a whole number of seconds in 1..${MAX_DELTA_SECONDS}, got ${JSON.stringify(shown)}`);
+  }
+  return n;
+}
+
+// Resolves after `ms` (true), or as soon as the response closes (false: the client went away).
+// The timer does not keep the process alive; while it runs, the socket's idle timeout is
+// lengthened by the wait so that the wait is not taken for an idle client, then restored.
+function waitFor(ms, req, res) {
+  return new Promise((resolve) => {
+    const socket = req.socket;
+    const idle = socket?.timeout;
+    if (idle > 0) socket.setTimeout(idle + ms);
+    const done = (result) => {
+      clearTimeout(timer);
+      res.removeListener('close', onClose);
+      if (idle > 0 && !socket.destroyed) socket.setTimeout(idle);
+      resolve(result);
+    };
+    const onClose = () => done(false);
+    const timer = setTimeout(() => done(true), ms);
+    timer.unref();
+    res.once('close', onClose);
+  });
+}
+
+// Go's delta profile: the profile now, the profile `seconds` later (a copy made after the wait),
+// the second minus the first. Undefined when the client went away meanwhile.
+async function deltaProfile(read, seconds, req, res) {
+  if (waitingDeltas >= MAX_DELTAS) {
+    throw new ReadRefusedError(`${MAX_DELTAS} delta profiles (?seconds=) are already being taken; retry later`, 503, seconds);
+  }
+  waitingDeltas++;
+  try {
+    const base = await read({});
+    if (!(await waitFor(seconds * 1000, req, res))) return undefined;
+    // A copy made after the wait, not one shared from before it.
+    const current = await read({ gc: false, notBefore: performance.now() });
+    return await require('./native').native.pprofDelta(base, current);
+  } finally {
+    waitingDeltas--;
+  }
 }
 
 function send(res, status, body, headers = {}) {
@@ -114,10 +176,12 @@ function createHeapProfileHandler(options) {
       const params = queryOf(req.url);
       let gc;
       let debug;
+      let seconds;
       try {
         gc = flag(params, 'gc');
         debug = flag(params, 'debug');
-        if (params.has('seconds')) throw new RangeError('delta profiles (?seconds=) are not supported');
+        seconds = deltaSeconds(params);
+        if (seconds !== undefined && debug) throw new RangeError('query parameters seconds and debug exclude each other');
       } catch (err) {
         sendText(res, 400, `heap-labels: ${err.message}\n`);
         return;
@@ -127,8 +191,13 @@ function createHeapProfileHandler(options) {
         sendText(res, 503, 'heap-labels: no profiling session runs (start one with heap-labels/register or startAgent())\n');
         return;
       }
-      const read = { format: debug ? 'summary' : 'pprof', gc, reason: 'http', allocs };
-      const body = await (typeof source[SHARED_PROFILE] === 'function' ? source[SHARED_PROFILE](read) : source.profile(read));
+      const options = { format: debug ? 'summary' : 'pprof', gc, reason: 'http', allocs };
+      const read = (more) => {
+        const o = { ...options, ...more };
+        return typeof source[SHARED_PROFILE] === 'function' ? source[SHARED_PROFILE](o) : source.profile(o);
+      };
+      const body = seconds === undefined ? await read({}) : await deltaProfile(read, seconds, req, res);
+      if (body === undefined) return; // the client went away during the wait
       const headers = debug
         ? { 'content-type': 'text/plain; charset=utf-8' }
         : { 'content-type': 'application/octet-stream', 'content-disposition': `attachment; filename="${profile}"` };

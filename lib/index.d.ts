@@ -282,8 +282,9 @@ export interface AgentOptions {
    */
   allocations?: boolean;
   /**
-   * The longest an allocation window lasts when no allocs read ends it (without pushes, which own
-   * the window); 1..86400 seconds, default 60. HEAP_LABELS_ALLOCATION_WINDOW.
+   * Without pushes, the agent ends the allocation window (which only pushes read) at least this
+   * often, so that its groups do not hold label sets; 1..86400 seconds, default 60.
+   * HEAP_LABELS_ALLOCATION_WINDOW.
    */
   allocationWindow?: number;
   /**
@@ -412,8 +413,9 @@ export interface Agent {
   dump(options?: { reason?: string }): Promise<DumpResult>;
   /**
    * The current profile in memory: gzip'd pprof or the text summary; `gc` runs a full GC first;
-   * `allocs`: Go's allocs profile (`alloc_space` the default type), whose read ends the
-   * allocation window unless pushing is on. Concurrent callers share one copy of V8's profile,
+   * `allocs`: Go's allocs profile (`alloc_space` the default type). Allocated figures count
+   * from the agent's start, as in Go (no read restarts them; pushes keep their own windows).
+   * Concurrent callers share one copy of V8's profile,
    * copies are spaced (they hold the main thread at most 10 % of the time) and a full GC runs at
    * most once per 10 s: a read that cannot be served rejects with an error whose `code` is
    * `ERR_HEAP_LABELS_BUSY` and whose `retryAfter` says in how many seconds to try again.

@@ -11,6 +11,8 @@
 //   - Callers share copies. A caller joins the read in flight that makes its format, or the last
 //     read made while no new copy may start yet (its result is kept until then, and no longer),
 //     else the next scheduled read; a read makes every format its callers asked for from one copy.
+//     A caller that needs a copy made no sooner than some time (the second profile of a delta,
+//     ?seconds=N) passes it as `notBefore`: only reads copied since then, or not yet, are shared.
 //   - A forced GC runs at most once per GC_INTERVAL_MS. A GC caller within the interval shares
 //     the GC read in flight or scheduled, else is refused (429, Retry-After).
 //   - At most MAX_WAITING callers wait at once; more are refused (503, Retry-After): waiting
@@ -46,6 +48,7 @@ class Read {
     this.formats = new Set();
     this.reasons = new Set();
     this.done = false;
+    this.copiedAt = undefined; // now() when its copy started
     this.freshUntil = 0;
     this.promise = new Promise((resolve, reject) => {
       this.resolve = resolve;
@@ -70,13 +73,14 @@ class ProfileReads {
   }
 
   // Resolves to { pprof, summary, allocs } (the one asked for is set; the result may be shared with other
-  // callers: do not modify it). Rejects with ReadRefusedError when refused.
-  read(format, gc, reason) {
+  // callers: do not modify it). Rejects with ReadRefusedError when refused. notBefore: the
+  // earliest now() at which the caller's copy may have started (default: any shared copy).
+  read(format, gc, reason, notBefore = -Infinity) {
     if (this.#waiting >= MAX_WAITING) {
       const wait = Math.max(this.#earliestCopy - this.#now(), 0) / 1000;
       return Promise.reject(new ReadRefusedError(`${MAX_WAITING} profile reads are already waiting; retry later`, 503, wait));
     }
-    const read = this.#join(format, gc, reason);
+    const read = this.#join(format, gc, reason, notBefore);
     if (read === undefined) {
       const wait = (this.#lastGc + GC_INTERVAL_MS - this.#now()) / 1000;
       return Promise.reject(
@@ -103,13 +107,13 @@ class ProfileReads {
   }
 
   // The read the caller shares, undefined when a GC is asked for and not allowed now.
-  #join(format, gc, reason) {
+  #join(format, gc, reason, notBefore) {
     // The newest read in flight or still fresh that makes this format for this reason (with a
     // GC, when one is asked for).
     const now = this.#now();
     for (let i = this.#recent.length - 1; i >= 0; i--) {
       const read = this.#recent[i];
-      const usable = !read.done || now < read.freshUntil;
+      const usable = (!read.done || now < read.freshUntil) && read.copiedAt >= notBefore;
       if (usable && read.formats.has(format) && read.reasons.has(reason) && (read.gc || !gc)) return read;
     }
     if (this.#next !== undefined && (this.#next.gc || !gc)) return this.#next;
@@ -133,6 +137,7 @@ class ProfileReads {
     this.#timer = undefined;
     if (read === undefined) return;
     const started = this.#now();
+    read.copiedAt = started;
     let pending;
     try {
       if (read.gc) this.#lastGc = started;

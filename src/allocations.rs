@@ -6,15 +6,19 @@
 //! reads right after `GetAllocationProfile()`. The mutex only makes the shared access sound; no
 //! caller holds it across a call into V8, so it is never held when a GC starts.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use heap_labels_core::{DeadSampleTotals, DEFAULT_MAX_GROUPS};
+use heap_labels_core::{DeadSampleTotals, LabelRegistry, DEFAULT_MAX_GROUPS};
 
 /// The totals of one isolate; boxed in `IsolateAddon` so that their address is stable.
 pub type Totals = Mutex<DeadSampleTotals>;
 
-pub fn new_totals() -> Box<Totals> {
-    Box::new(Mutex::new(DeadSampleTotals::new(DEFAULT_MAX_GROUPS)))
+/// `registry`: the isolate's, where the figures since the start find the live set of their labels.
+pub fn new_totals(registry: Arc<LabelRegistry>) -> Box<Totals> {
+    Box::new(Mutex::new(DeadSampleTotals::with_home(
+        DEFAULT_MAX_GROUPS,
+        registry,
+    )))
 }
 
 /// Starts a new session's totals (sample ids restart with the session).

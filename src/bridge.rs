@@ -6,6 +6,22 @@
 
 #[cxx::bridge(namespace = "heap_labels")]
 pub mod ffi {
+    /// Which allocated figures a read takes (`core::AllocationsRead`; cpp/ passes it through to
+    /// `take_dead_samples`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    #[repr(u8)]
+    enum AllocationsRead {
+        /// The allocation window so far.
+        Window,
+        /// The window, which then restarts after this read.
+        RestartWindow,
+        /// Everything since the session started (never restarted by a read).
+        SinceStart,
+        /// `SinceStart`, and the window restarts after this read (an owner that never reads the
+        /// window lets its groups, and the label sets they hold, go).
+        SinceStartRestartWindow,
+    }
+
     /// Options for `HeapProfiler::StartSamplingHeapProfiler`.
     #[derive(Debug, Clone, Copy)]
     struct StartOptions {
@@ -160,12 +176,13 @@ pub mod ffi {
         /// consumed. Native memory only, never V8.
         fn record_dead_sample(totals: usize, word: usize, node_id: u32, size: u64, sample_id: u64);
 
-        /// The dead samples of the window, read right after `GetAllocationProfile()` with no V8
-        /// call in between (so no GC); `restart` starts a new window after
-        /// `highest_live_sample_id`, the highest id among that profile's samples.
+        /// The dead samples of the view `read` asks for, read right after
+        /// `GetAllocationProfile()` with no V8 call in between (so no GC); `RestartWindow` starts
+        /// a new window after `highest_live_sample_id`, the highest id among that profile's
+        /// samples.
         fn take_dead_samples(
             totals: usize,
-            restart: bool,
+            read: AllocationsRead,
             highest_live_sample_id: u64,
         ) -> RawAllocations;
 
@@ -193,12 +210,9 @@ pub mod ffi {
         /// Whether this state's session samples (false once a read found V8's sampler stopped
         /// outside heap-labels).
         fn sampling(self: &IsolateState) -> bool;
-        /// Copies the current allocation profile with the window's dead samples (restarting the
-        /// window when `restart_allocations`); fails when no profiler runs.
-        fn read_profile(
-            self: Pin<&mut IsolateState>,
-            restart_allocations: bool,
-        ) -> Result<RawProfile>;
+        /// Copies the current allocation profile with the dead samples of the view `read` asks
+        /// for; fails when no profiler runs.
+        fn read_profile(self: Pin<&mut IsolateState>, read: AllocationsRead) -> Result<RawProfile>;
 
         /// Sets the address of the isolate's `Mutex<DeadSampleTotals>` (valid for the state's
         /// lifetime): labeled sessions hand dead samples to it when the runtime can report them.
@@ -325,10 +339,25 @@ use crate::v8_callbacks::{
 /// group's label set as a word that owns its reference.
 fn take_dead_samples(
     totals: usize,
-    restart: bool,
+    read: ffi::AllocationsRead,
     highest_live_sample_id: u64,
 ) -> ffi::RawAllocations {
-    let snapshot = crate::v8_callbacks::take_dead_samples(totals, restart, highest_live_sample_id);
+    use heap_labels_core::AllocationsRead as Read;
+    let read = match read {
+        ffi::AllocationsRead::RestartWindow => Read::RestartWindow {
+            highest_live: highest_live_sample_id,
+        },
+        ffi::AllocationsRead::SinceStart => Read::SinceStart {
+            restart_window_after: None,
+        },
+        ffi::AllocationsRead::SinceStartRestartWindow => Read::SinceStart {
+            restart_window_after: Some(highest_live_sample_id),
+        },
+        // `Window`, and any value C++ could pass that the enum does not name: the read that
+        // changes nothing.
+        _ => Read::Window,
+    };
+    let snapshot = crate::v8_callbacks::take_dead_samples(totals, read);
     ffi::RawAllocations {
         reported: true,
         groups: snapshot

@@ -12,6 +12,7 @@ use napi::bindgen_prelude::{AsyncTask, Buffer};
 use napi::{Env, Task};
 use napi_derive::napi;
 
+use crate::bridge::ffi::AllocationsRead;
 use crate::error::{self, Error};
 use crate::model;
 use crate::otlp::NativeOtlpOptions;
@@ -50,8 +51,11 @@ pub struct NativeDumpOptions {
     pub summary: Option<bool>,
     /// Text appended to the summary, file or in memory (lib/'s growth-watch section).
     pub summary_appendix: Option<String>,
-    /// End the allocation window with this read (pushes, scrapes of the allocs profile).
+    /// End the allocation window with this read (pushes).
     pub reset_allocations: Option<bool>,
+    /// Take the allocated figures since the session started instead of the window's (the agent's
+    /// endpoint and dumps, Go's semantics); with `reset_allocations` the window restarts too.
+    pub allocations_since_start: Option<bool>,
     /// In memory: also the allocs pprof, Go's allocs profile (the same data, `alloc_space` the
     /// default sample type when the profile has allocation figures).
     pub allocs: Option<bool>,
@@ -225,7 +229,13 @@ pub fn dump_profile(
             },
         };
         let time_nanos = now_nanos();
-        let read = session::read_raw(state, session, options.reset_allocations == Some(true))?;
+        let read = match (options.reset_allocations, options.allocations_since_start) {
+            (Some(true), Some(true)) => AllocationsRead::SinceStartRestartWindow,
+            (Some(true), _) => AllocationsRead::RestartWindow,
+            (_, Some(true)) => AllocationsRead::SinceStart,
+            _ => AllocationsRead::Window,
+        };
+        let read = session::read_raw(state, session, read)?;
         Ok(AsyncTask::new(DumpTask {
             read: Some(read),
             target,
@@ -236,6 +246,35 @@ pub fn dump_profile(
         }))
     };
     run().map_err(|e| e.throw(&env))
+}
+
+/// The difference of two gzip'd pprof profiles of one session (`?seconds=N`), computed on a libuv
+/// worker thread (`core::pprof::delta`).
+pub struct DeltaTask {
+    base: Buffer,
+    current: Buffer,
+}
+
+impl Task for DeltaTask {
+    type Output = Vec<u8>;
+    type JsValue = Buffer;
+
+    fn compute(&mut self) -> napi::Result<Vec<u8>> {
+        pprof::delta::delta(&self.base, &self.current)
+            .map_err(|e| napi::Error::from_reason(format!("heap-labels: {e}")))
+    }
+
+    fn resolve(&mut self, _env: Env, output: Vec<u8>) -> napi::Result<Buffer> {
+        Ok(output.into())
+    }
+}
+
+/// Signature: `(base: Buffer, current: Buffer) => Promise<Buffer>` - `current - base`, two gzip'd
+/// pprof profiles of one session (samples matched by stack and labels, as `go tool pprof -base`
+/// matches them), as a gzip'd pprof; the work runs off the main thread.
+#[napi]
+pub fn pprof_delta(base: Buffer, current: Buffer) -> AsyncTask<DeltaTask> {
+    AsyncTask::new(DeltaTask { base, current })
 }
 
 /// Signature: `() => void` - a full garbage collection (for `?gc=1`), without `--expose-gc`.

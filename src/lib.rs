@@ -277,7 +277,12 @@ pub fn read_profile(
     reset_allocations: bool,
 ) -> napi::Result<NativeProfile> {
     let run = || -> error::Result<NativeProfile> {
-        let read = session::read(isolate_state(&env)?, session, reset_allocations)?;
+        let read = if reset_allocations {
+            ffi::AllocationsRead::RestartWindow
+        } else {
+            ffi::AllocationsRead::Window
+        };
+        let read = session::read(isolate_state(&env)?, session, read)?;
         NativeProfile::new(&env, read)
     };
     run().map_err(|e| e.throw(&env))

@@ -66,6 +66,8 @@ pub fn start(
         options,
         window_started_at: SystemTime::now(),
         window_started: Instant::now(),
+        started_at: SystemTime::now(),
+        started: Instant::now(),
     });
     Ok(id)
 }
@@ -92,8 +94,12 @@ fn end(state: &mut IsolateAddon) {
 }
 
 /// V8's profile of the running session; a session whose sampler was stopped elsewhere ends.
-fn read_v8(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Result<ffi::RawProfile> {
-    match state.v8_mut().read_profile(reset_allocations) {
+fn read_v8(
+    state: &mut IsolateAddon,
+    id: u32,
+    read: ffi::AllocationsRead,
+) -> Result<ffi::RawProfile> {
+    match state.v8_mut().read_profile(read) {
         Ok(raw) => Ok(raw),
         Err(_) if !state.v8.sampling() => {
             state.disarm_near_heap_limit();
@@ -104,19 +110,40 @@ fn read_v8(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Result
     }
 }
 
-/// Reads the allocation profile of the running session `id`.
-pub fn read(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Result<ReadProfile> {
+/// Reads the allocation profile of the running session `id`, with the allocated figures `read`
+/// asks for.
+pub fn read(state: &mut IsolateAddon, id: u32, read: ffi::AllocationsRead) -> Result<ReadProfile> {
     let session = running(state, id)?;
     // Released sets make room: the holders of long-lived contexts leave the overflow set.
     labels::rebind_overflowed(state)?;
-    let raw = read_v8(state, id, reset_allocations)?;
+    let raw = read_v8(state, id, read)?;
     let external = state.external_input();
-    let mut read = model::build_profile(raw, session.options.sample_interval, external);
-    read.encode_options = session.encode_options();
-    if reset_allocations {
+    let mut profile = model::build_profile(raw, session.options.sample_interval, external);
+    profile.encode_options = encode_options(&session, read);
+    if restarts_window(read) {
         start_window(state);
     }
-    Ok(read)
+    Ok(profile)
+}
+
+/// Whether `read` restarts the allocation window.
+fn restarts_window(read: ffi::AllocationsRead) -> bool {
+    matches!(
+        read,
+        ffi::AllocationsRead::RestartWindow | ffi::AllocationsRead::SinceStartRestartWindow
+    )
+}
+
+/// The header times of a read: the window's, or the session's for a read since the start.
+fn encode_options(session: &Session, read: ffi::AllocationsRead) -> EncodeOptions {
+    if matches!(
+        read,
+        ffi::AllocationsRead::SinceStart | ffi::AllocationsRead::SinceStartRestartWindow
+    ) {
+        session.since_start_encode_options()
+    } else {
+        session.encode_options()
+    }
 }
 
 /// A new allocation window starts now (after a read that reset it).
@@ -137,21 +164,21 @@ pub struct RawRead {
 }
 
 /// Copies the allocation profile of the running session `id` for a dump, a served profile or a
-/// push; `reset_allocations` ends the allocation window with this read (pushes, and scrapes of
-/// the allocs profile). Dumps do not: they report allocations since the window's start.
-pub fn read_raw(state: &mut IsolateAddon, id: u32, reset_allocations: bool) -> Result<RawRead> {
+/// push, with the allocated figures `read` asks for: pushes end the allocation window with their
+/// read (`RestartWindow`), the agent's endpoint and dumps read since the start (`SinceStart`).
+pub fn read_raw(state: &mut IsolateAddon, id: u32, read: ffi::AllocationsRead) -> Result<RawRead> {
     let session = running(state, id)?;
-    let raw = read_v8(state, id, reset_allocations)?;
-    let read = RawRead {
+    let raw = read_v8(state, id, read)?;
+    let copy = RawRead {
         raw,
         external: state.external_input(),
         sample_interval: session.options.sample_interval,
-        encode_options: session.encode_options(),
+        encode_options: encode_options(&session, read),
     };
-    if reset_allocations {
+    if restarts_window(read) {
         start_window(state);
     }
-    Ok(read)
+    Ok(copy)
 }
 
 /// The running session (for the operations modules).
@@ -165,7 +192,7 @@ pub fn stop(state: &mut IsolateAddon, id: u32) -> Result<ReadProfile> {
     if running(state, id).is_ok() {
         state.disarm_near_heap_limit();
     }
-    let profile = read(state, id, false);
+    let profile = read(state, id, ffi::AllocationsRead::Window);
     if running(state, id).is_ok() {
         state.v8_mut().stop_sampling();
         end(state);

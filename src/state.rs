@@ -53,6 +53,7 @@ impl IsolateAddon {
         // Unlabeled blocks and samples count into the unknown group of the registry's groups.
         counters.attach_groups(Arc::clone(registry.groups()));
         let ops = OpsState::new(registry.groups());
+        let dead_samples = allocations::new_totals(Arc::clone(&registry));
         let mut addon = IsolateAddon {
             registry,
             counters,
@@ -61,7 +62,7 @@ impl IsolateAddon {
             ops,
             pruned_at_collected: 0,
             v8: ffi::new_isolate_state(v8_callbacks::external_counters_address(counters)),
-            dead_samples: allocations::new_totals(),
+            dead_samples,
         };
         let word = addon.ops.unlabeled_word();
         addon.v8_mut().set_unlabeled_sample_word(word);
@@ -129,20 +130,29 @@ pub struct Session {
     /// it): the header time of the profiles read in it, whose allocated figures it covers.
     pub window_started_at: SystemTime,
     pub window_started: Instant,
+    /// When the session started: the header time of reads of the figures since the start.
+    pub started_at: SystemTime,
+    pub started: Instant,
 }
 
 impl Session {
     /// pprof header times: the window's start and how long it has run.
     pub fn encode_options(&self) -> EncodeOptions {
-        let since_epoch = self
-            .window_started_at
-            .duration_since(UNIX_EPOCH)
-            .unwrap_or_default();
-        EncodeOptions {
-            time_nanos: i64::try_from(since_epoch.as_nanos()).unwrap_or(0),
-            duration_nanos: i64::try_from(self.window_started.elapsed().as_nanos()).unwrap_or(0),
-            ..EncodeOptions::default()
-        }
+        encode_times(self.window_started_at, self.window_started)
+    }
+
+    /// pprof header times of a read since the start: the session's start and how long it has run.
+    pub fn since_start_encode_options(&self) -> EncodeOptions {
+        encode_times(self.started_at, self.started)
+    }
+}
+
+fn encode_times(at: SystemTime, started: Instant) -> EncodeOptions {
+    let since_epoch = at.duration_since(UNIX_EPOCH).unwrap_or_default();
+    EncodeOptions {
+        time_nanos: i64::try_from(since_epoch.as_nanos()).unwrap_or(0),
+        duration_nanos: i64::try_from(started.elapsed().as_nanos()).unwrap_or(0),
+        ..EncodeOptions::default()
     }
 }
 

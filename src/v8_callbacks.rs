@@ -18,7 +18,9 @@
 //! - Addresses of Rust objects that cpp/ carries (the external counters, the dead-sample totals)
 //!   are made here and turned back into references here, nowhere else.
 
-use heap_labels_core::{DeadSnapshot, ExternalCounters, InV8Callback, LabelSet, PendingLabels};
+use heap_labels_core::{
+    AllocationsRead, DeadSnapshot, ExternalCounters, InV8Callback, LabelSet, PendingLabels,
+};
 
 use crate::allocations::{self, Totals};
 
@@ -117,17 +119,12 @@ pub fn record_dead_sample(address: usize, word: usize, node_id: u32, size: u64, 
     unsafe { totals.record(word, node_id, size, sample_id) };
 }
 
-/// The dead samples of the window, right after `GetAllocationProfile()` (no V8 call in between,
-/// so no GC can run the death callback meanwhile); `restart` starts a new window after
-/// `highest_live_sample_id`.
-pub fn take_dead_samples(
-    address: usize,
-    restart: bool,
-    highest_live_sample_id: u64,
-) -> DeadSnapshot {
+/// The dead samples of the view `read` asks for, right after `GetAllocationProfile()` (no V8 call
+/// in between, so no GC can run the death callback meanwhile).
+pub fn take_dead_samples(address: usize, read: AllocationsRead) -> DeadSnapshot {
     // SAFETY: as in `record_dead_sample`.
     let totals = unsafe { totals_at(address) };
-    allocations::lock(totals).snapshot(restart.then_some(highest_live_sample_id))
+    allocations::lock(totals).snapshot(read)
 }
 
 // ---- external (ArrayBuffer) bytes ----------------------------------------------------------------

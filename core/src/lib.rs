@@ -39,8 +39,8 @@ pub mod summary;
 pub(crate) mod sync;
 
 pub use allocations::{
-    dead_sample_estimate, AllocatedGroup, DeadSampleTotals, DeadSnapshot, DEFAULT_MAX_GROUPS,
-    OTHER_SITES_NODE,
+    dead_sample_estimate, AllocatedGroup, AllocationsRead, DeadSampleTotals, DeadSnapshot,
+    DEFAULT_MAX_GROUPS, OTHER_SITES_NODE,
 };
 pub use block_words::BlockWords;
 pub use callback_guard::InV8Callback;

@@ -447,6 +447,14 @@ function bytesByRoute(profile, type) {
   return out;
 }
 
+// `after - before` per route (null when either has no such type).
+function subtractBytes(after, before) {
+  if (after === null || before === null) return null;
+  const out = new Map(after);
+  for (const [value, bytes] of before) out.set(value, (out.get(value) ?? 0) - bytes);
+  return out;
+}
+
 // Shares of one byte table: correct templates (of the routes that answered the traffic), the
 // unrouted bucket, other label values (a wrong template: a mount path doubled, a list of paths, a
 // router middleware's path), unlabeled.
@@ -553,10 +561,12 @@ function realAppTest(app) {
 
     const concurrency = app.concurrency ?? 8;
     await drive(appPort, app.kinds, { seconds: WARMUP_SECONDS, rate: app.rate, concurrency });
-    // The baseline read ends the allocation window that holds the start-up and the warm-up.
+    // The baseline read: the endpoint counts allocations since the agent's start (as Go does), so
+    // the traffic's are the later read's minus this one's (start-up and warm-up left out).
     let baselineError;
+    let baseline;
     try {
-      await readProfile(endpointPort, 'allocs');
+      baseline = await readProfile(endpointPort, 'allocs');
     } catch (err) {
       baselineError = err;
     }
@@ -584,7 +594,7 @@ function realAppTest(app) {
     const alive = handle.alive();
 
     const expected = new Set(app.kinds.map((k) => k.template).filter((x) => typeof x === 'string'));
-    const allocated = allocs && bytesByRoute(allocs, 'alloc_space');
+    const allocated = allocs && baseline && subtractBytes(bytesByRoute(allocs, 'alloc_space'), bytesByRoute(baseline, 'alloc_space'));
     const inUse = heap && bytesByRoute(heap, 'inuse_space');
     const figures = {
       app: app.name,

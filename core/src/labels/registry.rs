@@ -157,6 +157,21 @@ impl LabelRegistry {
         self.intern_sorted(pending.pairs.as_slice()).ok()
     }
 
+    /// The interned set whose pairs equal `pairs` (sorted, as [`LabelSet::pairs`] gives them), if
+    /// one is live now; never creates a set. Isolate thread, outside V8 callbacks (it reads the
+    /// intern maps): the allocation totals use it to show the figures of a released set under the
+    /// live set of the same labels.
+    pub fn find(&self, pairs: &[(Box<str>, Box<str>)]) -> Option<Arc<LabelSet>> {
+        assert_outside_v8_callback("the registry's intern maps");
+        let owned: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let bucket = self.by_hash.get(&self.hash_pairs(&owned))?;
+        let found = bucket.iter().find(|s| s.same_pairs(&owned)).cloned();
+        found
+    }
+
     /// Finds or creates the set of validated, sorted `pairs`; gives `pairs` back when a new set does
     /// not fit. `pairs` is an owned `Vec` (moved into a new set) or a slice (copied only then).
     fn intern_sorted<P>(&self, pairs: P) -> std::result::Result<Arc<LabelSet>, P>

@@ -11,6 +11,7 @@
 //!   (dead samples' groups add to the allocated values only; "other sites" has no location),
 //!   locations leaf first without the `(root)` node, each label pair as a string label.
 
+pub mod delta;
 pub mod proto;
 
 use std::io::Write;

@@ -23,6 +23,7 @@ namespace heap_labels {
 struct HolderBinding;  // shared struct, defined by the cxx bridge
 struct RawProfile;     // shared struct, defined by the cxx bridge
 struct StartOptions;   // shared struct, defined by the cxx bridge
+enum class AllocationsRead : std::uint8_t;  // shared enum, cxx bridge
 
 class IsolateState : public HeapLimitDumpSource {
  public:
@@ -38,7 +39,7 @@ class IsolateState : public HeapLimitDumpSource {
   bool start_sampling(const StartOptions& options);
   void stop_sampling();
   bool sampling() const override { return sampling_; }
-  RawProfile read_profile(bool restart_allocations);
+  RawProfile read_profile(AllocationsRead read);
   void set_dead_sample_totals(std::size_t totals);
   bool reports_allocations() const {
     return reports_dead_samples_ || keeps_dead_samples_;
@@ -71,7 +72,7 @@ class IsolateState : public HeapLimitDumpSource {
   bool ReadProfileForDump(RawProfile* out) override;
 
  private:
-  ReadOptions ReadOptionsFor(bool restart_allocations) const;
+  ReadOptions ReadOptionsFor(AllocationsRead read) const;
   bool StartProfiler(const StartOptions& options);
   void StartExternalTracking();
   void StopExternalTracking();

@@ -13,6 +13,7 @@ namespace heap_labels {
 
 struct RawProfile;    // shared struct, defined by the cxx bridge
 struct StartOptions;  // shared struct, defined by the cxx bridge
+enum class AllocationsRead : std::uint8_t;  // shared enum, cxx bridge
 
 // V8's SamplingFlags for `options`.
 int SamplingFlags(const StartOptions& options);
@@ -31,9 +32,10 @@ struct ReadOptions {
   // (word 0).
   uintptr_t unlabeled_word = 0;
   // The isolate's dead-sample totals when the session reports dead samples
-  // (0: it does not), and whether this read starts a new allocation window.
+  // (0: it does not), and which of their figures the read takes (the
+  // window, restarting it, or since the start).
   std::size_t dead_sample_totals = 0;
-  bool restart_allocations = false;
+  AllocationsRead allocations_read{};
 };
 
 // Copies the current allocation profile: nodes in pre-order with parent
