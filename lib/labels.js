@@ -256,23 +256,22 @@ function holderOf(labels) {
   return (serial !== undefined && native.liveLabelHolder(serial)) || holderOnOverflow(labels);
 }
 
-// Holders kept for label objects used over and over (a frozen per-route object, a route labeler's
-// labels), so that using one again costs no addon call (a native lookup is about 2,000
-// instructions, most of a label call). A holder is kept from the second use that finds it alive:
-// labels used once (a batch of distinct sets) keep nothing, and their sets go at the next GC. Only
-// holders bound to their labels' own set (or to none), never one on the overflow set. A kept holder
-// keeps its set interned while its label object lives, so they are all let go when a new holder
-// lands on the overflow set (the registry is full): the sets of labels no one uses any more can
-// then be pruned after the next GC, and overflow does not stay.
-let keptHolders = new WeakMap();
+// Holders of label objects used over and over (a frozen per-route object, a route labeler's
+// labels), found again without an addon call (a native lookup is about 2,000 instructions, most of
+// a label call): from the second use that finds the holder alive, a WeakRef to it. Weak, because
+// lib/label-sets.js keeps the frozen objects of live sets: a strong holder there would keep its set
+// alive, and the set its cache entry, for good. So a holder no async context uses still dies at the
+// next GC, and its set is pruned as before; a dereferenced one lives to the end of the current job
+// at most. Labels used once (a batch of distinct sets) are not dereferenced at all.
+const keptHolders = new WeakMap();
 
 function keptHolderOf(labels) {
-  const kept = keptHolders.get(labels);
+  const kept = keptHolders.get(labels)?.deref();
   if (kept !== undefined) return kept;
   const serial = holders.get(labels);
   const live = serial === undefined ? undefined : native.liveLabelHolder(serial);
   if (!live) return holderOnOverflow(labels); // undefined (or null from the addon): not alive
-  keptHolders.set(labels, live);
+  keptHolders.set(labels, new WeakRef(live));
   return live;
 }
 
@@ -301,7 +300,6 @@ function holderOnOverflow(labels) {
     // A holder of these labels bound to their own set was collected: the labels are on the
     // overflow set now, and no holder of theirs is settled.
     holders.delete(labels);
-    if (overflowHolders.get(labels) !== setKey[2]) keptHolders = new WeakMap();
     overflowHolders.set(labels, setKey[2]);
   }
   return holder;

@@ -16,11 +16,10 @@
 // Extra labels come from the user's `labels(request)` function once per request; its result is
 // validated like any label set (a frozen object it returns again is validated only once).
 //
-// The labeler uses the label holders lib/labels.js keeps for label objects used over and over
-// (keptHolderOf): entering or binding a route then asks the addon for nothing (a native lookup per
-// use costs about 2,000 instructions). Kept holders keep their sets interned, so lib/labels.js lets
-// them all go when a label set overflows maxLabelSets: the sets of templates no request uses any
-// more are then pruned, and overflow stays temporary.
+// The labeler finds its labels' holders through lib/labels.js keptHolderOf: entering or binding a
+// route then asks the addon for nothing while the holder lives (a native lookup per use costs about
+// 2,000 instructions). Holders are referenced weakly there, so the sets of templates no request
+// uses any more are pruned after a GC, and overflow does not stay.
 
 // Entering labels for a request also makes them the request's own (request-context.js): the
 // listeners of its IncomingMessage and ServerResponse run under them. And it tells the automatic
