@@ -43,8 +43,8 @@
 // descriptor array (about 1.3 KB with express's properties) in the runtime, on every request, and
 // leaves every property access on them megamorphic. Six symbol properties per request made the
 // integration cost 9.4 KB of JS heap per request and +20 % of instructions over sampling alone
-// (benchmark/results/2026-12-03-integrations.md); one WeakMap entry and one object with a stable
-// shape cost about 90 bytes and a few hundred instructions.
+// (docs/performance.md, "Framework integrations, label calls and start-up"); one WeakMap entry
+// and one object with a stable shape cost about 90 bytes and a few hundred instructions.
 //
 // HTTP/2 the same way: a server stream's data comes from its session's socket reads. The
 // automatic instrumentation calls bindStream(stream) when it labels a stream at its start
