@@ -21,9 +21,10 @@
 // late binding, right templates, the agent in the app's process). HEAP_LABELS_REAL_APPS_ENFORCE=0
 // reports them as TODO instead (they run, print their figures and fail without failing the run). An
 // app may name an open gap of its own (`templatesTodo`, the reason): its template-table check is
-// then reported as TODO with that reason, the other three stay enforced. What the harness itself needs is always asserted:
-// the install, the app answering throughout, every request getting the status its route gives (an
-// endpoint that does not answer is a figure: it fails the final assertions).
+// then reported as TODO with that reason, the other three stay enforced. What the harness itself
+// needs is always asserted: the install, the app answering throughout, every request getting the
+// status its route gives (an endpoint that does not answer is a figure: it fails the final
+// assertions).
 //
 // The labels reach samples only on the labeled runtime: the apps run on the node that
 // `tools/patched-node/build.sh --print-node-path --cached-only` prints, and each test says it is
