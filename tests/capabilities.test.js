@@ -9,7 +9,6 @@ const { pathToFileURL } = require('node:url');
 const { spawnSync } = require('node:child_process');
 const { libPath, expectedAsyncContextFrame, root, installPackageCopy, recipeLines, childEnv } = require('./helpers');
 const hl = require(libPath);
-const { supportedLines, describeLines } = require(path.join(root, 'lib', 'supported-lines'));
 
 test('capabilities report versions, ACF and a reason for every false', () => {
   const caps = hl.capabilities();
@@ -26,14 +25,6 @@ test('capabilities report versions, ACF and a reason for every false', () => {
     assert.equal(caps.sampleLabels, false, 'sample labels need AsyncContextFrame');
     assert.ok(caps.reasons.some((r) => r.includes('--experimental-async-context-frame')));
   }
-});
-
-test("messages name the recipe's supported lines, read from its one list", () => {
-  const lines = recipeLines();
-  assert.ok(lines.length >= 1);
-  assert.deepEqual(supportedLines(), lines);
-  const described = describeLines();
-  for (const { node, v8 } of lines) assert.ok(described.includes(`${node} (V8 ${v8})`), described);
 });
 
 test('on a stock runtime sampleLabels and externalBytes are false, with the reason and the way out', (t) => {
