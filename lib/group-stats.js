@@ -109,4 +109,4 @@ function charged(base) {
 // The group counters of the running session, if it groups (what the metrics adapters publish).
 const runningHeapStats = () => readHeapStats(0, false);
 
-module.exports = { readHeapStats, runningHeapStats, COUNTERS };
+module.exports = { readHeapStats, runningHeapStats };

@@ -91,4 +91,4 @@ function otlpOptions(options, where) {
   return nativeOtlpOptions(checkOtlpOptions(options, where));
 }
 
-module.exports = { checkOtlpOptions, nativeOtlpOptions, otlpOptions, defaultServiceName, MAX_ATTRIBUTES };
+module.exports = { checkOtlpOptions, nativeOtlpOptions, otlpOptions };

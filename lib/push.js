@@ -310,4 +310,4 @@ function profilesUrl(endpoint) {
   return url.toString();
 }
 
-module.exports = { OtlpPusher, profilesUrl, PROFILES_PATH, RETRYABLE };
+module.exports = { OtlpPusher, profilesUrl };

@@ -40,4 +40,4 @@ const DEFAULTS = Object.freeze({
   maxGroups: LIMITS.defaultMaxGroups,
 });
 
-module.exports = { RULES, DEFAULTS, LIMITS };
+module.exports = { RULES, DEFAULTS };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The prebuilt addons the npm package carries (`npm run prebuilds`): one per supported Node.js ABI,
-# each built against the headers of the stock runtime of its line (scripts/runtimes.sh, the one list
-# of supported runtimes), release profile, symbols stripped, into
+# each built against the headers of the stock runtime of its line (scripts/runtimes.sh pins one per
+# supported line, NODE_LINES of tools/patched-node/versions.env), release profile, symbols stripped, into
 #   prebuilds/<platform>-<arch>/node.abi<N>.<libc>.node
 # where lib/native.js (node-gyp-build) finds them. The set is made whole each time: prebuilds/ is
 # replaced only when every build succeeded. Each ABI reuses its own cargo target directory

@@ -11,19 +11,46 @@
 #   scripts/runtimes.sh primary         print the primary version
 # <version> may be `primary`.
 #
-# The one list of supported runtimes. The primary one is the release the patched runtime is built
-# from (NODE_VERSION of tools/patched-node/versions.env, part of that runtime's cache key, so it is
-# named there and only read here): its stock build is the baseline of every patched-vs-stock
-# comparison, and the addon that both load is built against its headers.
+# Which Node.js lines are supported is not said here: the one list is NODE_LINES of
+# tools/patched-node/versions.env (the recipe and lib/supported-lines.js read it too;
+# tests/supported-lines.test.js checks package.json's engines and the docs against it). This script
+# pins the stock release the tests run for each of those lines. The primary one is the release the
+# patched runtime is built from (NODE_VERSION of versions.env, part of that runtime's cache key, so
+# it is named there and only read here): its stock build is the baseline of every patched-vs-stock
+# comparison, and the addon that both load is built against its headers. OTHER_RELEASES holds one
+# release of every other line; a line without one, or a release of no supported line, makes every
+# command fail.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PRIMARY_VERSION="$(sed -n 's/^NODE_VERSION=//p' "$REPO/tools/patched-node/versions.env")"
-if [[ -z $PRIMARY_VERSION ]]; then
-  echo "runtimes: no NODE_VERSION in tools/patched-node/versions.env" >&2
-  exit 1
-fi
-SUPPORTED_VERSIONS=("$PRIMARY_VERSION" 24.22.3 26.12.1)
+VERSIONS_ENV="$REPO/tools/patched-node/versions.env"
+OTHER_RELEASES=(24.22.3 26.12.1)
+
+die() { echo "runtimes: $*" >&2; exit 1; }
+
+PRIMARY_VERSION="$(sed -n 's/^NODE_VERSION=//p' "$VERSIONS_ENV")"
+[[ -n $PRIMARY_VERSION ]] || die "no NODE_VERSION in tools/patched-node/versions.env"
+NODE_LINES="$(sed -n 's/^NODE_LINES="\(.*\)"$/\1/p' "$VERSIONS_ENV")"
+[[ -n $NODE_LINES ]] || die "no NODE_LINES in tools/patched-node/versions.env"
+
+# The release tested for each supported line, the primary first, then NODE_LINES' order.
+SUPPORTED_VERSIONS=("$PRIMARY_VERSION")
+lines=()
+for entry in $NODE_LINES; do
+  line="${entry%%:*}"
+  lines+=("$line")
+  [[ $line == "${PRIMARY_VERSION%%.*}" ]] && continue
+  found=""
+  for v in "${OTHER_RELEASES[@]}"; do [[ ${v%%.*} == "$line" ]] && found="$v"; done
+  [[ -n $found ]] || die "Node.js $line is a supported line (NODE_LINES of tools/patched-node/versions.env) but scripts/runtimes.sh pins no release of it (OTHER_RELEASES)"
+  SUPPORTED_VERSIONS+=("$found")
+done
+for v in "$PRIMARY_VERSION" "${OTHER_RELEASES[@]}"; do
+  [[ " ${lines[*]} " == *" ${v%%.*} "* ]] ||
+    die "Node.js $v is of no supported line (NODE_LINES of tools/patched-node/versions.env: ${lines[*]})"
+done
+((${#OTHER_RELEASES[@]} == ${#SUPPORTED_VERSIONS[@]} - 1)) ||
+  die "OTHER_RELEASES (${OTHER_RELEASES[*]}) must hold one release per line other than the primary's"
 CACHE_DIR="${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}/runtimes"
 
 log() { echo "runtimes: $*" >&2; }

@@ -24,9 +24,10 @@ export HEAP_LABELS_CACHE="${HEAP_LABELS_CACHE:-$HOME/.cache/heap-labels}"
 export HEAP_LABELS_TARGET_BASE="${HEAP_LABELS_TARGET_BASE:-$HEAP_LABELS_CACHE/cargo-target}"
 cd "$REPO"
 
-# name|node version|NODE_OPTIONS for the tests: every runtime scripts/runtimes.sh supports (add
-# versions there), named by its major version, and the primary one (Node.js 22, where
-# AsyncContextFrame is off by default) once more with it on.
+# name|node version|NODE_OPTIONS for the tests: the stock release scripts/runtimes.sh pins for each
+# supported line (the lines are NODE_LINES of tools/patched-node/versions.env), named by its major
+# version, and the primary one (Node.js 22, where AsyncContextFrame is off by default) once more with
+# it on.
 PRIMARY="$(bash scripts/runtimes.sh primary)" || exit 1
 RUNTIMES=()
 while read -r version; do
@@ -126,10 +127,11 @@ rust_checks() {
 }
 
 # Test files that exercise no runtime-specific behaviour: the report CLI and its hostile inputs (pure
-# JS over files), the readers' fuzzers, and code written for node:v8's labels API (which only the
-# patched runtime has). They run on the primary runtime (and scripts/test.d's patched-runtime step),
-# not once more on every other runtime: that keeps CI within its time budget.
-PRIMARY_ONLY_TESTS=(report-hostile report fuzz kibana-shape)
+# JS over files), the readers' fuzzers, code written for node:v8's labels API (which only the
+# patched runtime has), and the agreement of the lists of supported lines (files only). They run on
+# the primary runtime (and scripts/test.d's patched-runtime step), not once more on every other
+# runtime: that keeps CI within its time budget.
+PRIMARY_ONLY_TESTS=(report-hostile report fuzz kibana-shape supported-lines)
 
 # js_tests <version> <node options> [all|secondary]: builds the addon for that runtime and runs
 # tests/*.test.js (secondary: without PRIMARY_ONLY_TESTS, said so in the output).

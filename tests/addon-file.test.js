@@ -10,7 +10,7 @@ const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { root, installPackageCopy, addonInPrebuilds: addonFileName } = require('./helpers');
+const { root, installPackageCopy, addonInPrebuilds: addonFileName, childEnv } = require('./helpers');
 
 const whole = fs.readFileSync(require(path.join(root, 'lib', 'native')).addonPath);
 // prebuilds/<platform>-<arch>/node.abi<N>.<libc>.node, as node-gyp-build looks it up.
@@ -50,11 +50,10 @@ function writeAddon(dir, bytes) {
 }
 
 function run(dir, args, env = {}) {
-  const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('HEAP_LABELS_')));
   return spawnSync(process.execPath, args, {
     cwd: dir,
     encoding: 'utf8',
-    env: { ...clean, HEAP_LABELS_SIGNAL: 'off', HEAP_LABELS_NEAR_HEAP_LIMIT: '0', ...env },
+    env: childEnv({ HEAP_LABELS_SIGNAL: 'off', HEAP_LABELS_NEAR_HEAP_LIMIT: '0', ...env }),
     timeout: 60_000,
   });
 }

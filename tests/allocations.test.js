@@ -8,16 +8,14 @@
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { runFixture, decodePprof, goEnv, asyncContextFrameFlags } = require('./helpers');
+const { runFixture, decodePprof, goPprof, asyncContextFrameFlags, tempDir } = require('./helpers');
 
 const FLAGS = ['--expose-gc'];
 FLAGS.push(...asyncContextFrameFlags());
 
-const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-alloc-'));
+const dir = tempDir('alloc');
 const pprofFile = path.join(dir, 'phase1.pb.gz');
 const keptPprofFile = path.join(dir, 'kept-phase1.pb.gz');
 const result = runFixture('allocation-scenarios.js', { nodeArgs: FLAGS, args: [pprofFile] });
@@ -127,7 +125,7 @@ function checkWindows(out) {
   assert.ok(Math.abs(ratio / 0.5 - 1) < 0.2, `later/churn = ${ratio}, expected about 0.5`);
 }
 
-test('pprof has Go\'s four heap sample types and go tool pprof reads the allocated ones per label', { skip: !reports && 'needs the patched runtime (API version 2)' }, () => {
+test('pprof has Go\'s four heap sample types and go tool pprof reads the allocated ones per label', { skip: !reports && 'needs the patched runtime (API version 2)' }, async () => {
   const profile = decodePprof(fs.readFileSync(pprofFile));
   assert.deepEqual(
     profile.sampleTypes.map((t) => `${t.type}/${t.unit}`),
@@ -138,19 +136,9 @@ test('pprof has Go\'s four heap sample types and go tool pprof reads the allocat
   // the flat bytes, elsewhere only cumulative ones, behind the timer and promise frames of the
   // route's ticks that a -nodecount=5 listing (sorted by flat) can keep and this one would drop.
   const everyNode = ['-nodecount=100000', '-nodefraction=0'];
-  const go = spawnSync(
-    'go',
-    ['tool', 'pprof', '-sample_index=alloc_space', '-tagfocus=route=/churn', '-top', ...everyNode, pprofFile],
-    { encoding: 'utf8', env: goEnv(dir) },
-  );
-  assert.equal(go.status, 0, go.stderr);
+  const go = await goPprof(dir, '-sample_index=alloc_space', '-tagfocus=route=/churn', '-top', ...everyNode, pprofFile);
   assert.match(go.stdout, /arrayForChurn/);
   assert.doesNotMatch(go.stdout, /arrayForKeep/);
-  const inuse = spawnSync(
-    'go',
-    ['tool', 'pprof', '-sample_index=inuse_space', '-tagfocus=route=/keep', '-top', ...everyNode, pprofFile],
-    { encoding: 'utf8', env: goEnv(dir) },
-  );
-  assert.equal(inuse.status, 0, inuse.stderr);
+  const inuse = await goPprof(dir, '-sample_index=inuse_space', '-tagfocus=route=/keep', '-top', ...everyNode, pprofFile);
   assert.match(inuse.stdout, /arrayForKeep/);
 });

@@ -9,59 +9,23 @@
 
 const { test, after } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
-const os = require('node:os');
 const path = require('node:path');
-const { root, decodePprof, goEnv: makeGoEnv } = require('./helpers');
+const { root, decodePprof, pprofTotals, tempDir, spawnApp, sleep, goPprof, asyncContextFrameFlags } = require('./helpers');
 const lib = require('../lib');
 
 const caps = lib.capabilities();
 const registerCjs = path.join(root, 'lib', 'register.js');
-const childFlags = [];
-if (Number(process.versions.node.split('.')[0]) === 22 && !process.execArgv.includes('--no-async-context-frame')) {
-  childFlags.push('--experimental-async-context-frame');
-}
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-allocs-'));
-after(() => fs.rmSync(tmp, { recursive: true, force: true }));
-const goEnv = makeGoEnv(tmp);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function goPprof(...args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn('go', ['tool', 'pprof', ...args], { env: goEnv });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-    child.on('error', (err) => reject(err.code === 'ENOENT' ? new Error('`go` is not on PATH (apt-get install golang-go; scripts/test.sh does)') : err));
-    child.on('exit', (code) => (code === 0 ? resolve({ stdout, stderr }) : reject(new Error(`go tool pprof ${args.join(' ')}: ${code}\n${stderr}`))));
-  });
-}
+const childFlags = asyncContextFrameFlags();
+const tmp = tempDir('allocs');
 
 async function startApp(env) {
-  const child = spawn(process.execPath, [...childFlags, '-r', registerCjs, path.join(root, 'tests', 'fixtures', 'push-app.js')], {
+  const app = await spawnApp([...childFlags, '-r', registerCjs, path.join(root, 'tests', 'fixtures', 'push-app.js')], {
     env: { ...process.env, HEAP_LABELS_SIGNAL: 'off', HEAP_LABELS_HTTP: '127.0.0.1:0', HEAP_LABELS_SAMPLE_INTERVAL: '16384', HEAP_LABELS_DIR: tmp, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    ready: /serving heap profiles at (http:\/\/127\.0\.0\.1:\d+)\/debug\/pprof\/heap\n/,
   });
-  const app = { child, stdout: '', stderr: '' };
-  child.stdout.setEncoding('utf8').on('data', (d) => (app.stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => (app.stderr += d));
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  app.kill = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await exited;
-  };
-  after(() => app.kill());
-  const deadline = Date.now() + 30_000;
-  let m;
-  while (!(m = /serving heap profiles at (http:\/\/127\.0\.0\.1:\d+)\/debug\/pprof\/heap\n/.exec(app.stderr)) || !app.stdout.includes('\n')) {
-    if (child.exitCode !== null || Date.now() > deadline) assert.fail(`the app did not start:\n${app.stderr}`);
-    await sleep(20);
-  }
-  app.base = m[1];
-  app.port = JSON.parse(app.stdout.split('\n')[0]).port;
+  app.base = app.ready[1];
   app.load = async (route, n) => {
     for (let i = 0; i < n; i++) {
       await new Promise((resolve, reject) => http.get({ host: '127.0.0.1', port: app.port, path: route }, (res) => res.resume().on('end', resolve)).on('error', reject));
@@ -76,36 +40,27 @@ async function startApp(env) {
 }
 
 // alloc_space per route of a decoded pprof.
-function allocatedBy(p, key = 'route') {
-  const i = p.sampleTypes.findIndex((t) => t.type === 'alloc_space');
-  const out = {};
-  for (const s of p.samples) {
-    const label = s.labels.find((l) => l.key === key);
-    const k = label ? label.str : '';
-    out[k] = (out[k] ?? 0) + s.values[i];
-  }
-  return out;
-}
+const allocatedBy = (p) => pprofTotals(p, 'route').alloc_space ?? {};
 
 test('go tool pprof reads /debug/pprof/allocs: the heap data with alloc_space the default', async () => {
   const app = await startApp({});
   await app.load('/churn', 20);
   await app.load('/a', 5);
   const url = `${app.base}/debug/pprof/allocs`;
-  const raw = await goPprof('-raw', url);
+  const raw = await goPprof(tmp, '-raw', url);
   if (caps.allocations) {
     assert.match(raw.stdout, /alloc_objects\/count\s+alloc_space\/bytes\[dflt\]\s+inuse_objects\/count\s+inuse_space\/bytes\n/);
   } else {
     // No allocated figures on this runtime: Go's rule, the same data as /heap.
     assert.match(raw.stdout, /inuse_objects\/count\s+inuse_space\/bytes\[dflt\]/);
   }
-  const heap = await goPprof('-raw', `${app.base}/debug/pprof/heap`);
+  const heap = await goPprof(tmp, '-raw', `${app.base}/debug/pprof/heap`);
   assert.match(heap.stdout, /inuse_space\/bytes\[dflt\]/, 'the heap profile keeps inuse_space the default');
   const res = await fetch(url);
   assert.equal(res.headers.get('content-disposition'), 'attachment; filename="allocs"');
   if (caps.allocations && caps.sampleLabels) {
     await app.load('/churn', 20);
-    const top = await goPprof('-top', '-tagfocus=route=/churn', url);
+    const top = await goPprof(tmp, '-top', '-tagfocus=route=/churn', url);
     assert.match(top.stdout, /Type: alloc_space/);
     assert.match(top.stdout, /churn/);
   }
@@ -141,7 +96,7 @@ test('27.7 /debug/pprof/allocs counts since the agent started: no read restarts 
   const app = await startApp({});
   await app.load('/churn', 40);
   const first = await save(app, '/debug/pprof/allocs', 'since-1.pb.gz');
-  const top = await goPprof('-top', '-tagfocus=route=/churn', first.file);
+  const top = await goPprof(tmp, '-top', '-tagfocus=route=/churn', first.file);
   assert.match(top.stdout, /Type: alloc_space/);
   const churned = allocatedBy(first.profile)['/churn'];
   assert.ok(churned > 0 && topTotal(top.stdout) > 0, top.stdout);
@@ -155,7 +110,7 @@ test('27.7 /debug/pprof/allocs counts since the agent started: no read restarts 
   assert.ok(heap['/churn'] >= churned, 'a heap read has the same figures');
   // `go tool pprof -base`: the difference lines up by stack and labels (what five requests
   // allocated, a fraction of the forty before).
-  const diff = await goPprof('-top', '-tagfocus=route=/churn', '-base', first.file, second.file);
+  const diff = await goPprof(tmp, '-top', '-tagfocus=route=/churn', '-base', first.file, second.file);
   const delta = topTotal(diff.stdout);
   assert.ok(delta > 0 && delta < churned / 2, `-base: ${delta} of ${churned}\n${diff.stdout}`);
   assert.doesNotMatch(diff.stdout, /^\s*-/m, 'no site of /churn went down');
@@ -184,7 +139,7 @@ test('27.7 ?seconds=N is a delta over the next N seconds; concurrent deltas each
   assert.ok((shortAllocs['/a'] ?? 0) < longAllocs['/a'] / 10, `the later delta starts later: ${JSON.stringify(shortAllocs)}`);
   const file = path.join(tmp, 'delta.pb.gz');
   fs.writeFileSync(file, longBody);
-  const top = await goPprof('-top', '-tagfocus=route=/a', file);
+  const top = await goPprof(tmp, '-top', '-tagfocus=route=/a', file);
   assert.match(top.stdout, /Type: alloc_space/);
   assert.ok(topTotal(top.stdout) > 0, top.stdout);
 });
@@ -193,7 +148,7 @@ test('27.7 ?seconds=N works with go tool pprof, bad values get 400 with the rule
   const app = await startApp({});
   await app.load('/a', 5);
   for (const profile of ['allocs', 'heap']) {
-    const got = await goPprof('-raw', '-seconds=1', `${app.base}/debug/pprof/${profile}`);
+    const got = await goPprof(tmp, '-raw', '-seconds=1', `${app.base}/debug/pprof/${profile}`);
     assert.match(got.stdout, /inuse_space\/bytes/);
   }
   for (const bad of ['0', '-1', 'abc', '1.5', '3601', '', '1e3', 'x'.repeat(500)]) {

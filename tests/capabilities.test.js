@@ -7,9 +7,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { pathToFileURL } = require('node:url');
 const { spawnSync } = require('node:child_process');
-const { libPath, expectedAsyncContextFrame, root, installPackageCopy } = require('./helpers');
+const { libPath, expectedAsyncContextFrame, root, installPackageCopy, recipeLines, childEnv } = require('./helpers');
 const hl = require(libPath);
-const { supportedLines, describeLines } = require(path.join(root, 'lib', 'supported-lines'));
 
 test('capabilities report versions, ACF and a reason for every false', () => {
   const caps = hl.capabilities();
@@ -26,25 +25,6 @@ test('capabilities report versions, ACF and a reason for every false', () => {
     assert.equal(caps.sampleLabels, false, 'sample labels need AsyncContextFrame');
     assert.ok(caps.reasons.some((r) => r.includes('--experimental-async-context-frame')));
   }
-});
-
-// The recipe's list as bash reads it (the recipe sources versions.env), against lib/'s reading.
-function recipeLines() {
-  const env = path.join(root, 'tools', 'patched-node', 'versions.env');
-  const r = spawnSync('bash', ['-c', 'source "$1" && echo "$NODE_LINES"', 'bash', env], { encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  return r.stdout.trim().split(/\s+/).map((entry) => {
-    const [node, v8] = entry.split(':');
-    return { node, v8 };
-  });
-}
-
-test("messages name the recipe's supported lines, read from its one list", () => {
-  const lines = recipeLines();
-  assert.ok(lines.length >= 1);
-  assert.deepEqual(supportedLines(), lines);
-  const described = describeLines();
-  for (const { node, v8 } of lines) assert.ok(described.includes(`${node} (V8 ${v8})`), described);
 });
 
 test('on a stock runtime sampleLabels and externalBytes are false, with the reason and the way out', (t) => {
@@ -131,7 +111,7 @@ test('27.10: without the patched API, the way out names what an npm install can 
     return;
   }
   const { dir } = installPackageCopy(t, fs.readFileSync(hl.stats().addon));
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('HEAP_LABELS_')));
+  const env = childEnv();
   const installed = spawnSync(process.execPath, ['-e', "console.log(JSON.stringify(require('heap-labels').capabilities().reasons))"], {
     cwd: dir, encoding: 'utf8', env,
   });
@@ -160,18 +140,13 @@ test('27.10: without the patched API, the way out names what an npm install can 
 });
 
 test('28.1: require(\'heap-labels\') and the preload load no node:tls, node:https or node:zlib (pushing off)', () => {
-  const { spawnSync } = require('node:child_process');
-  const path = require('node:path');
-  const root = path.join(__dirname, '..');
   const probe = (entry) => `
     const before = new Set(process.moduleLoadList);
     require(${JSON.stringify(path.join(root, entry))});
     const loaded = process.moduleLoadList.filter((m) => !before.has(m) && /^NativeModule (tls|_tls_wrap|https|zlib)$/.test(m));
     process.stdout.write(JSON.stringify(loaded));`;
   for (const entry of ['lib/index.js', 'lib/entries/register.js']) {
-    const env = { ...process.env };
-    for (const key of Object.keys(env)) if (key.startsWith('HEAP_LABELS_')) delete env[key];
-    const r = spawnSync(process.execPath, ['-e', probe(entry)], { encoding: 'utf8', env });
+    const r = spawnSync(process.execPath, ['-e', probe(entry)], { encoding: 'utf8', env: childEnv() });
     assert.equal(r.status, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.stdout), [], `${entry} loaded them`);
   }

@@ -5,19 +5,14 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { runFixture, asyncContextFrameFlags } = require('./helpers');
+const { runFixture, fixtureJson, asyncContextFrameFlags } = require('./helpers');
 
 const FLAGS = ['--expose-gc'];
 FLAGS.push(...asyncContextFrameFlags());
 
-function scenario(name, extraFlags = []) {
-  const result = runFixture('cardinality.js', { nodeArgs: [...FLAGS, ...extraFlags], args: [name] });
-  assert.equal(result.status, 0, `scenario ${name} failed:\n${result.stderr}`);
-  assert.ok(result.json, `scenario ${name} printed no JSON:\n${result.stdout}`);
-  return result.json;
-}
+const scenario = (name, extraFlags = []) => fixtureJson('cardinality.js', { nodeArgs: [...FLAGS, ...extraFlags], args: [name] });
 
-const patched = runFixture('labeled-scenarios.js', { nodeArgs: FLAGS, args: ['capabilities'] }).json.sampleLabels;
+const patched = fixtureJson('labeled-scenarios.js', { nodeArgs: FLAGS, args: ['capabilities'] }).sampleLabels;
 
 const share = (routes, pick) => {
   const total = routes.reduce((sum, g) => sum + g.bytes, 0);

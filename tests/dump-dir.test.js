@@ -7,35 +7,19 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { root } = require('./helpers');
+const { root, tempDir, acfExecArgv, childEnv, lastJson } = require('./helpers');
 
 const registerCjs = path.join(root, 'lib', 'register.js');
 const fixtures = path.join(__dirname, 'fixtures');
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-dumpdir-'));
-process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
-const childFlags = process.execArgv.filter((a) => /^--(no-)?(experimental-)?async-context-frame$/.test(a));
-
-function childEnv(env) {
-  const out = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('HEAP_LABELS_')) out[k] = v;
-  return { ...out, ...env };
-}
+const tmp = tempDir('dumpdir');
 
 function run(args, { env = {}, cwd = root, timeout = 20_000, shell } = {}) {
   const started = Date.now();
   const r = shell
-    ? spawnSync('bash', ['-c', `${shell}; exec "$0" "$@"`, process.execPath, ...childFlags, ...args], { cwd, env: childEnv(env), encoding: 'utf8', timeout })
-    : spawnSync(process.execPath, [...childFlags, ...args], { cwd, env: childEnv(env), encoding: 'utf8', timeout });
-  const last = (r.stdout || '').trim().split('\n').pop();
-  let json;
-  try {
-    json = JSON.parse(last);
-  } catch {
-    json = undefined;
-  }
-  return { ...r, json, ms: Date.now() - started };
+    ? spawnSync('bash', ['-c', `${shell}; exec "$0" "$@"`, process.execPath, ...acfExecArgv, ...args], { cwd, env: childEnv(env), encoding: 'utf8', timeout })
+    : spawnSync(process.execPath, [...acfExecArgv, ...args], { cwd, env: childEnv(env), encoding: 'utf8', timeout });
+  return { ...r, json: lastJson(r.stdout), ms: Date.now() - started };
 }
 
 test('start-up is bounded whatever HEAP_LABELS_DIR says: each bad path is refused within a second', () => {

@@ -10,50 +10,27 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn } = require('node:child_process');
-const fs = require('node:fs');
 const net = require('node:net');
-const os = require('node:os');
 const path = require('node:path');
-const { root, decodePprof, sleep } = require('./helpers');
+const { root, decodePprof, sleep, tempDir, acfExecArgv, childEnv, spawnApp } = require('./helpers');
 
 const registerCjs = path.join(root, 'lib', 'register.js');
 const fixture = path.join(__dirname, 'fixtures', 'abuse-app.js');
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-abuse-'));
-process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
-const childFlags = process.execArgv.filter((a) => /^--(no-)?(experimental-)?async-context-frame$/.test(a));
+const tmp = tempDir('abuse');
 const TOKEN = 'abuse-token-0123456789abcdef';
 
 // Starts the app with the agent's server on 127.0.0.1 (and `env`); resolves to
-// { port (the app's own), agentPort, alive(), stats(), kill() }.
+// { port (the app's own), agentPort, get(route), assertAlive(), kill(), ... } (spawnApp's).
 async function startApp(env = {}) {
-  const childEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('HEAP_LABELS_')) childEnv[k] = v;
-  Object.assign(childEnv, { HEAP_LABELS_HTTP: '127.0.0.1:0', HEAP_LABELS_DIR: tmp, HEAP_LABELS_SIGNAL: 'off', ...env });
-  const child = spawn(process.execPath, [...childFlags, '-r', registerCjs, fixture], {
-    env: childEnv,
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const app = await spawnApp([...acfExecArgv, '-r', registerCjs, fixture], {
+    env: childEnv({ HEAP_LABELS_HTTP: '127.0.0.1:0', HEAP_LABELS_DIR: tmp, HEAP_LABELS_SIGNAL: 'off', ...env }),
+    ready: /serving heap profiles at http:\/\/127\.0\.0\.1:(\d+)\//,
   });
-  const app = { child, stdout: '', stderr: '' };
-  app.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-  child.stdout.setEncoding('utf8').on('data', (d) => (app.stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => (app.stderr += d));
-  const deadline = Date.now() + 30_000;
-  let m;
-  while (!app.stdout.includes('\n') || !(m = /serving heap profiles at http:\/\/127\.0\.0\.1:(\d+)\//.exec(app.stderr))) {
-    if (child.exitCode !== null || Date.now() > deadline) assert.fail(`the app did not start:\n${app.stderr}`);
-    await sleep(20);
-  }
-  app.port = JSON.parse(app.stdout.split('\n')[0]).port;
-  app.agentPort = Number(m[1]);
+  app.agentPort = Number(app.ready[1]);
   app.get = async (route) => JSON.parse((await exchange(app.port, `GET ${route} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)).body);
   app.assertAlive = async () => {
-    assert.equal(child.exitCode, null, `the app exited:\n${app.stderr}`);
-    assert.equal((await app.get('/stats')).pid, child.pid);
-  };
-  app.kill = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await app.exited;
+    assert.equal(app.child.exitCode, null, `the app exited:\n${app.stderr}`);
+    assert.equal((await app.get('/stats')).pid, app.child.pid);
   };
   return app;
 }

@@ -7,7 +7,7 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { libPath, runFixture } = require('./helpers');
+const { libPath, fixtureJson } = require('./helpers');
 const hl = require(libPath);
 
 const caps = hl.capabilities();
@@ -16,13 +16,7 @@ const skipExternal = caps.externalBytes
   : caps.reasons.filter((r) => r.startsWith('externalBytes:')).join('; ');
 const MiB = 1024 * 1024;
 
-function scenario(name, nodeArgs = []) {
-  const out = runFixture('external-rules.js', { nodeArgs: ['--expose-gc', ...nodeArgs], args: [name] });
-  assert.equal(out.signal, null, out.stderr);
-  assert.equal(out.status, 0, out.stderr);
-  assert.ok(out.json, `no JSON result\n${out.stdout}\n${out.stderr}`);
-  return out.json;
-}
+const scenario = (name, nodeArgs = []) => fixtureJson('external-rules.js', { nodeArgs: ['--expose-gc', ...nodeArgs], args: [name] });
 
 test('process.memoryUsage().arrayBuffers counts exact lengths while a session runs', () => {
   // 10,000 one-byte ArrayBuffers and 16 of 64 KiB: the counting allocator once asked Node for a

@@ -12,18 +12,13 @@
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { runFixture, libPath, asyncContextFrameFlags } = require('./helpers');
+const { runFixture, fixtureJson, libPath, asyncContextFrameFlags, throwsNaming } = require('./helpers');
 
 const FRAMEWORKS = ['express4', 'express5', 'fastify', 'koa', 'http'];
 const HANDLER_POINTS = ['sync', 'await', 'timer-await', 'serialize', 'timeout-after-response', 'immediate-after-response'];
 const TEMPLATES = ['/users/:id', '/items/:id', '/boom', '/async-boom', '/orgs/:org/members/:member', '/admin/stats'];
 
-function scenario(framework, name, nodeArgs = []) {
-  const result = runFixture('framework-scenarios.js', { nodeArgs, args: [framework, name] });
-  assert.equal(result.status, 0, `${framework} ${name} failed:\n${result.stderr}`);
-  assert.ok(result.json, `${framework} ${name} printed no JSON:\n${result.stdout}\n${result.stderr}`);
-  return result.json;
-}
+const scenario = (framework, name, nodeArgs = []) => fixtureJson('framework-scenarios.js', { nodeArgs, args: [framework, name] });
 
 for (const framework of FRAMEWORKS) {
   test(`${framework}: requests carry their route template's label object`, () => {
@@ -108,7 +103,7 @@ function isBucket(value) {
 }
 
 const PROFILE_FLAGS = ['--expose-gc', ...asyncContextFrameFlags()];
-const caps = runFixture('labeled-scenarios.js', { nodeArgs: PROFILE_FLAGS, args: ['capabilities'] }).json;
+const caps = fixtureJson('labeled-scenarios.js', { nodeArgs: PROFILE_FLAGS, args: ['capabilities'] });
 const noSampleLabels = !caps?.sampleLabels && 'capabilities().sampleLabels is false: per-sample labels need the patched runtime';
 
 for (const framework of FRAMEWORKS) {
@@ -159,14 +154,6 @@ const heap = require(libPath);
 const { httpRouteLabels } = require('../lib/integrations/http.js');
 const { expressRouteLabels } = require('../lib/integrations/express.js');
 const { koaRouteLabels } = require('../lib/integrations/koa.js');
-
-function throwsNaming(fn, ErrorClass, ...fragments) {
-  assert.throws(fn, (err) => {
-    assert.ok(err instanceof ErrorClass, `expected ${ErrorClass.name}, got ${err?.constructor.name}: ${err?.message}`);
-    for (const fragment of fragments) assert.ok(err.message.includes(fragment), `"${err.message}" lacks ${fragment}`);
-    return true;
-  });
-}
 
 test('bad options fail at setup with an error naming the option or label key', () => {
   throwsNaming(() => httpRouteLabels({ key: 7 }), TypeError, '"key"');

@@ -20,7 +20,7 @@ const os = require('node:os');
 const path = require('node:path');
 const zlib = require('node:zlib');
 const fc = require('fast-check');
-const { root } = require('./helpers');
+const { root, tempDir } = require('./helpers');
 const hl = require('../lib');
 const { readPprof, ReportError } = require('../lib/report/model');
 const { groupModel, callTree } = require('../lib/report/aggregate');
@@ -32,8 +32,7 @@ const { fromOptions, fromEnv } = require('../lib/config');
 
 const SEED = Number(process.env.HEAP_LABELS_FUZZ_SEED ?? Date.now() % 2 ** 31);
 const params = (numRuns) => ({ seed: SEED, numRuns, endOnFailure: true });
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-fuzz-'));
-process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDir('fuzz');
 test.before(() => console.log(`fuzz seed ${SEED} (HEAP_LABELS_FUZZ_SEED=${SEED} replays it)`));
 
 // A real profile of this process to mutate: labeled where the runtime captures labels.

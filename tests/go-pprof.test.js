@@ -11,30 +11,15 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { runFixture, treeNodes, goEnv: makeGoEnv } = require('./helpers');
+const { runFixture, fixtureJson, treeNodes, tempDir, runGo, goPprof } = require('./helpers');
 
-const GO_MISSING =
-  '`go` is not on PATH: these tests read the pprof output with `go tool pprof` from the Debian ' +
-  'package golang-go, which the test setup installs (scripts/test.sh; by hand: apt-get install golang-go)';
+const tmp = tempDir('go-pprof');
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-go-pprof-'));
-process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
-
-const goEnv = makeGoEnv(tmp);
-
-// Runs `go tool pprof <args>` and returns { stdout, stderr }; fails the test when go is missing or
-// pprof exits non-zero.
-function pprof(...args) {
-  const r = spawnSync('go', ['tool', 'pprof', ...args], { encoding: 'utf8', env: goEnv, timeout: 120_000 });
-  if (r.error && r.error.code === 'ENOENT') assert.fail(GO_MISSING);
-  if (r.error) throw r.error;
-  assert.equal(r.status, 0, `go tool pprof ${args.join(' ')} exited with ${r.status}:\n${r.stderr}`);
-  return { stdout: r.stdout, stderr: r.stderr };
-}
+// `go tool pprof <args>` (Debian's golang-go): resolves to { stdout, stderr }; fails the test when go
+// is missing or pprof exits non-zero.
+const pprof = (...args) => goPprof(tmp, ...args);
 
 // The flags of this test process (e.g. --experimental-async-context-frame) plus --expose-gc.
 const childFlags = [...new Set([...process.execArgv.filter((a) => !a.startsWith('--test')), '--expose-gc'])];
@@ -44,10 +29,7 @@ let profileRun;
 function heapLabelsProfile() {
   if (profileRun === undefined) {
     const dir = fs.mkdtempSync(path.join(tmp, 'profile-'));
-    const r = runFixture('go-pprof-profile.js', { nodeArgs: childFlags, args: [dir] });
-    assert.equal(r.status, 0, `go-pprof-profile.js failed:\n${r.stderr}`);
-    assert.ok(r.json, `go-pprof-profile.js printed no JSON:\n${r.stdout}`);
-    profileRun = r.json;
+    profileRun = fixtureJson('go-pprof-profile.js', { nodeArgs: childFlags, args: [dir] });
   }
   return profileRun;
 }
@@ -82,25 +64,23 @@ function parseRaw(text) {
 
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 
-test('go tool pprof is installed (the setup installs golang-go)', () => {
-  const r = spawnSync('go', ['version'], { encoding: 'utf8', env: goEnv });
-  if (r.error && r.error.code === 'ENOENT') assert.fail(GO_MISSING);
-  assert.equal(r.status, 0, r.stderr);
+test('go tool pprof is installed (the setup installs golang-go)', async () => {
+  const r = await runGo(tmp, 'version');
   assert.match(r.stdout, /^go version go\d/);
 });
 
-test('pprof: sample types inuse_objects/count and inuse_space/bytes, period space/bytes = interval', () => {
+test('pprof: sample types inuse_objects/count and inuse_space/bytes, period space/bytes = interval', async () => {
   const run = heapLabelsProfile();
-  const raw = parseRaw(pprof('-raw', run.pprofPath).stdout);
+  const raw = parseRaw((await pprof('-raw', run.pprofPath)).stdout);
   assert.match(raw.header.trim(), /^inuse_objects\/count\s+inuse_space\/bytes\[dflt\]$/);
   assert.equal(raw.periodType, 'space bytes');
   assert.equal(raw.period, run.sampleInterval);
   assert.equal(run.sampleInterval, 4096);
 });
 
-test('pprof: values are the JS estimates, summed within rounding', () => {
+test('pprof: values are the JS estimates, summed within rounding', async () => {
   const run = heapLabelsProfile();
-  const raw = parseRaw(pprof('-raw', run.pprofPath).stdout);
+  const raw = parseRaw((await pprof('-raw', run.pprofPath)).stdout);
   assert.ok(raw.samples.length > 0);
   assert.ok(run.totalBytes > 5_000_000, `the workload retains ~10 MB, profile says ${run.totalBytes}`);
   // Each pprof sample is rounded once: at most 0.5 off each.
@@ -114,14 +94,14 @@ test('pprof: values are the JS estimates, summed within rounding', () => {
   );
 });
 
-test('pprof: -top names the allocating functions with file:line; -sample_index picks objects or bytes', () => {
+test('pprof: -top names the allocating functions with file:line; -sample_index picks objects or bytes', async () => {
   const run = heapLabelsProfile();
   const { file, alphaLine, betaLine } = run.workload;
-  const bytesTop = pprof('-top', '-lines', '-nodecount=1000', '-sample_index=inuse_space', run.pprofPath).stdout;
+  const bytesTop = (await pprof('-top', '-lines', '-nodecount=1000', '-sample_index=inuse_space', run.pprofPath)).stdout;
   assert.match(bytesTop, /^Type: inuse_space$/m);
   assert.ok(bytesTop.includes(`allocateAlpha ${file}:${alphaLine}`), `allocateAlpha ${file}:${alphaLine} in:\n${bytesTop}`);
   assert.ok(bytesTop.includes(`allocateBeta ${file}:${betaLine}`), `allocateBeta ${file}:${betaLine} in:\n${bytesTop}`);
-  const objectsTop = pprof('-top', '-sample_index=inuse_objects', run.pprofPath).stdout;
+  const objectsTop = (await pprof('-top', '-sample_index=inuse_objects', run.pprofPath)).stdout;
   assert.match(objectsTop, /^Type: inuse_objects$/m);
   assert.match(objectsTop, /allocateAlpha/);
   // The function that retains four times as much is listed first.
@@ -129,14 +109,14 @@ test('pprof: -top names the allocating functions with file:line; -sample_index p
   assert.match(firstRow, /allocateAlpha/);
 });
 
-test('pprof labels: -tags lists the routes and -tagfocus keeps one route (or no labels on stock)', () => {
+test('pprof labels: -tags lists the routes and -tagfocus keeps one route (or no labels on stock)', async () => {
   const run = heapLabelsProfile();
-  const tags = pprof('-tags', run.pprofPath).stdout;
+  const tags = (await pprof('-tags', run.pprofPath)).stdout;
   if (!run.capabilities.sampleLabels) {
     // Stock runtime (or no AsyncContextFrame): samples carry no labels.
     assert.equal(run.labeledSamples, 0);
     assert.doesNotMatch(tags, /route/, `no labels expected on this runtime, -tags printed:\n${tags}`);
-    const focused = pprof('-tagfocus', 'route=/go/alpha', '-top', run.pprofPath);
+    const focused = await pprof('-tagfocus', 'route=/go/alpha', '-top', run.pprofPath);
     assert.match(focused.stderr, /TagFocus expression matched no samples/);
     return;
   }
@@ -144,15 +124,15 @@ test('pprof labels: -tags lists the routes and -tagfocus keeps one route (or no 
   assert.match(tags, /\/go\/alpha/);
   assert.match(tags, /\/go\/beta/);
 
-  const alpha = pprof('-tagfocus', 'route=/go/alpha', '-top', '-nodecount=1000', run.pprofPath).stdout;
+  const alpha = (await pprof('-tagfocus', 'route=/go/alpha', '-top', '-nodecount=1000', run.pprofPath)).stdout;
   assert.match(alpha, /allocateAlpha/);
   assert.doesNotMatch(alpha, /allocateBeta/);
-  const beta = pprof('-tagfocus', 'route=/go/beta', '-top', '-nodecount=1000', run.pprofPath).stdout;
+  const beta = (await pprof('-tagfocus', 'route=/go/beta', '-top', '-nodecount=1000', run.pprofPath)).stdout;
   assert.match(beta, /allocateBeta/);
   assert.doesNotMatch(beta, /allocateAlpha/);
 
   // Per-route sums of the pprof samples are byLabel('route') of the JS profile.
-  const raw = parseRaw(pprof('-raw', run.pprofPath).stdout);
+  const raw = parseRaw((await pprof('-raw', run.pprofPath)).stdout);
   for (const group of run.byRoute) {
     const mine = raw.samples.filter((s) =>
       group.route === null ? !s.labels.route : (s.labels.route || []).includes(group.route),

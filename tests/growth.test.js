@@ -11,12 +11,11 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn, spawnSync } = require('node:child_process');
+const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
-const os = require('node:os');
 const path = require('node:path');
-const { root, sleep } = require('./helpers');
+const { root, sleep, tempDir, acfExecArgv, childEnv, spawnApp } = require('./helpers');
 const hl = require('../lib');
 const { native } = require('../lib/native');
 const { GrowthWatch, NOISE_Z, formatEpisode } = require('../lib/growth');
@@ -24,15 +23,7 @@ const { GrowthWatch, NOISE_Z, formatEpisode } = require('../lib/growth');
 const labeled = hl.capabilities().sampleLabels;
 const registerCjs = path.join(root, 'lib', 'register.js');
 const fixtures = path.join(__dirname, 'fixtures');
-const childFlags = process.execArgv.filter((a) => /^--(no-)?(experimental-)?async-context-frame$/.test(a));
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-growth-'));
-process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
-
-function childEnv(env) {
-  const out = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('HEAP_LABELS_')) out[k] = v;
-  return { ...out, ...env };
-}
+const tmp = tempDir('growth');
 
 // --- the rule on explicit series -------------------------------------------------------------------
 
@@ -251,33 +242,29 @@ test('agent.growth() and the summary\'s growth section; off by default', async (
 });
 
 test('a dump\'s summary file ends with the growth section when the watch is on, and has none when it is off', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-growth-dump-'));
-  try {
-    for (const watchInterval of [0, 0.1]) {
-      const agent = await hl.startAgent({ signal: 'off', nearHeapLimit: 0, dir, watchInterval, watchPeriods: 3 });
-      try {
-        if (watchInterval > 0) await sleep(250); // a few snapshots
-        const { summaryPath } = await agent.dump({ reason: 'test' });
-        const text = fs.readFileSync(summaryPath, 'utf8');
-        assert.match(text, /^# heap-labels per-label summary\n# reason: test\n/);
-        if (watchInterval > 0) {
-          assert.match(text, /\n# growth: a snapshot every 0\.1 s, flagged after 3 increases.*\n# growth: none flagged\n$/);
-        } else {
-          assert.doesNotMatch(text, /# growth/);
-        }
-      } finally {
-        await agent.stop();
+  const dir = fs.mkdtempSync(path.join(tmp, 'dump-'));
+  for (const watchInterval of [0, 0.1]) {
+    const agent = await hl.startAgent({ signal: 'off', nearHeapLimit: 0, dir, watchInterval, watchPeriods: 3 });
+    try {
+      if (watchInterval > 0) await sleep(250); // a few snapshots
+      const { summaryPath } = await agent.dump({ reason: 'test' });
+      const text = fs.readFileSync(summaryPath, 'utf8');
+      assert.match(text, /^# heap-labels per-label summary\n# reason: test\n/);
+      if (watchInterval > 0) {
+        assert.match(text, /\n# growth: a snapshot every 0\.1 s, flagged after 3 increases.*\n# growth: none flagged\n$/);
+      } else {
+        assert.doesNotMatch(text, /# growth/);
       }
+    } finally {
+      await agent.stop();
     }
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 
 // --- an app with the preload ------------------------------------------------------------------------
 
 test('preload: /leak is flagged once on stderr and in ?debug=1, /ok is not; the app keeps serving', async () => {
-  const child = spawn(process.execPath, [...childFlags, '-r', registerCjs, path.join(fixtures, 'ops-app.js')], {
+  const app = await spawnApp([...acfExecArgv, '-r', registerCjs, path.join(fixtures, 'ops-app.js')], {
     env: childEnv({
       HEAP_LABELS_HTTP: '127.0.0.1:0',
       HEAP_LABELS_SAMPLE_INTERVAL: '16384',
@@ -287,24 +274,18 @@ test('preload: /leak is flagged once on stderr and in ?debug=1, /ok is not; the 
       // grow for a few periods in a row; it stays far below 4 MiB, /leak passes it in ~3 periods.
       HEAP_LABELS_DIR: tmp,
     }),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    ready: /serving heap profiles at (\S+)\n/,
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-  const exited = new Promise((resolve) => child.once('exit', resolve));
   try {
     const until = async (predicate, what, ms = 30_000) => {
       const deadline = Date.now() + ms;
       while (!predicate()) {
-        if (child.exitCode !== null || Date.now() > deadline) assert.fail(`${what}:\n${stderr}`);
+        if (app.child.exitCode !== null || Date.now() > deadline) assert.fail(`${what}:\n${app.stderr}`);
         await sleep(20);
       }
     };
-    await until(() => stdout.includes('\n') && /serving heap profiles at (\S+)\n/.test(stderr), 'the app did not start');
-    const { port } = JSON.parse(stdout.split('\n')[0]);
-    const url = /serving heap profiles at (\S+)\n/.exec(stderr)[1];
+    const { port } = app;
+    const url = app.ready[1];
     // node:http on a new connection per request, with a deadline: a request that stalls fails the
     // test with its reason instead of stopping the traffic silently.
     const get = (route) =>
@@ -336,11 +317,11 @@ test('preload: /leak is flagged once on stderr and in ?debug=1, /ok is not; the 
     });
     try {
       await until(
-        () => leakLine.test(stderr) || trafficError !== undefined,
+        () => leakLine.test(app.stderr) || trafficError !== undefined,
         `no growth line for the leak within 30 s (${requests} requests)`,
       );
       if (trafficError) throw trafficError;
-      assert.ok(Number(leakLine.exec(stderr)[1]) >= 3);
+      assert.ok(Number(leakLine.exec(app.stderr)[1]) >= 3);
       // The leak goes on for several more periods: the same episode, no second line.
       await sleep(1000);
       const section = labeled ? /\n# growth: route="\/leak" grew \d+ periods/ : /\n# growth: \(unlabeled\) grew \d+ periods/;
@@ -352,11 +333,11 @@ test('preload: /leak is flagged once on stderr and in ?debug=1, /ok is not; the 
       // which a GC may lower between the stderr line and this read, ending the episode.
       if (labeled) {
         assert.match(text, section);
-        assert.equal(stderr.match(/live heap of route="\/leak"/g).length, 1, `one line per episode:\n${stderr}`);
-        assert.doesNotMatch(stderr, /route="\/ok"/);
+        assert.equal(app.stderr.match(/live heap of route="\/leak"/g).length, 1, `one line per episode:\n${app.stderr}`);
+        assert.doesNotMatch(app.stderr, /route="\/ok"/);
         assert.doesNotMatch(text, /# growth: route="\/ok"/);
       } else {
-        assert.doesNotMatch(stderr, /live heap of (?!\(unlabeled\))/, 'stock: labels never appear');
+        assert.doesNotMatch(app.stderr, /live heap of (?!\(unlabeled\))/, 'stock: labels never appear');
         assert.doesNotMatch(text, /# growth: (?!\(unlabeled\)|a snapshot|none flagged)/);
       }
     } finally {
@@ -364,16 +345,15 @@ test('preload: /leak is flagged once on stderr and in ?debug=1, /ok is not; the 
       await traffic;
     }
     await get('/ok');
-    assert.equal(child.exitCode, null, 'the app runs on');
+    assert.equal(app.child.exitCode, null, 'the app runs on');
   } finally {
-    child.kill('SIGKILL');
-    await exited;
+    await app.kill();
   }
 });
 
 test('a bad HEAP_LABELS_WATCH_* value is reported once with its range; a good one never keeps the app alive', () => {
   const run = (env) =>
-    spawnSync(process.execPath, [...childFlags, '-r', registerCjs, path.join(fixtures, 'ops-status.js')], {
+    spawnSync(process.execPath, [...acfExecArgv, '-r', registerCjs, path.join(fixtures, 'ops-status.js')], {
       cwd: root,
       env: childEnv(env),
       encoding: 'utf8',

@@ -6,19 +6,14 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { runFixture, asyncContextFrameFlags } = require('./helpers');
+const { fixtureJson, asyncContextFrameFlags } = require('./helpers');
 
 const FLAGS = ['--expose-gc'];
 FLAGS.push(...asyncContextFrameFlags());
 
-function scenario(name) {
-  const result = runFixture('instances.js', { nodeArgs: FLAGS, args: [name] });
-  assert.equal(result.status, 0, `scenario ${name} failed:\n${result.stderr}`);
-  assert.ok(result.json, `scenario ${name} printed no JSON:\n${result.stdout}`);
-  return result.json;
-}
+const scenario = (name) => fixtureJson('instances.js', { nodeArgs: FLAGS, args: [name] });
 
-const patched = runFixture('labeled-scenarios.js', { nodeArgs: FLAGS, args: ['capabilities'] }).json.sampleLabels;
+const patched = fixtureJson('labeled-scenarios.js', { nodeArgs: FLAGS, args: ['capabilities'] }).sampleLabels;
 
 function assertShared(out) {
   assert.deepEqual(out.seen, { route: '/seen' }, 'labels set through the first instance are the second one\'s');

@@ -8,19 +8,12 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
-const { runFixture, root, asyncContextFrameFlags } = require('./helpers');
+const { fixtureJson, root, asyncContextFrameFlags, tempDir, goPprof } = require('./helpers');
 
 const FLAGS = ['--expose-gc', ...asyncContextFrameFlags()];
 
-function scenario(name, ...args) {
-  const result = runFixture('labeled-scenarios.js', { nodeArgs: FLAGS, args: [name, ...args] });
-  assert.equal(result.status, 0, `scenario ${name} failed:\n${result.stderr}`);
-  assert.ok(result.json, `scenario ${name} printed no JSON:\n${result.stdout}`);
-  return result.json;
-}
+const scenario = (name, ...args) => fixtureJson('labeled-scenarios.js', { nodeArgs: FLAGS, args: [name, ...args] });
 
 const caps = scenario('capabilities');
 const patched = caps.sampleLabels;
@@ -131,23 +124,15 @@ test('workers have their own labels and profile', () => {
   assert.ok(out.worker.includes('/worker') && !out.worker.includes('/main'), JSON.stringify(out.worker));
 });
 
-test('go tool pprof -tagfocus shows the focused route\'s allocation sites', { skip: !patched && 'needs sample labels' }, (t) => {
-  const go = spawnSync('go', ['version'], { encoding: 'utf8' });
-  assert.equal(go.status, 0, 'go (Debian golang-go) must be installed by the test setup');
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-')), 'routes.pb.gz');
+test('go tool pprof -tagfocus shows the focused route\'s allocation sites', { skip: !patched && 'needs sample labels' }, async (t) => {
+  const dir = tempDir('labeled-heap');
+  const file = path.join(dir, 'routes.pb.gz');
   scenario('attribution', file);
-  const top = (focus) => {
-    const r = spawnSync('go', ['tool', 'pprof', '-top', '-sample_index=inuse_space', `-tagfocus=${focus}`, file], {
-      encoding: 'utf8',
-      env: { ...process.env, HOME: os.tmpdir() },
-    });
-    assert.equal(r.status, 0, r.stderr);
-    return r.stdout;
-  };
-  const search = top('route=/search');
+  const top = async (focus) => (await goPprof(dir, '-top', '-sample_index=inuse_space', `-tagfocus=${focus}`, file)).stdout;
+  const search = await top('route=/search');
   assert.match(search, /chunkForSearch/);
   assert.doesNotMatch(search, /chunkForReport|chunkForHealth/);
-  const health = top('route=/health');
+  const health = await top('route=/health');
   assert.match(health, /chunkForHealth/);
   assert.doesNotMatch(health, /chunkForSearch/);
   t.diagnostic(search.split('\n').slice(0, 8).join('\n'));

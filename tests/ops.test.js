@@ -9,80 +9,32 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn, spawnSync } = require('node:child_process');
+const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
-const os = require('node:os');
 const path = require('node:path');
-const { root, decodePprof, sleep, goEnv: makeGoEnv } = require('./helpers');
+const { root, decodePprof, pprofTotals, sleep, goPprof, tempDir, acfExecArgv, childEnv, lastJson, spawnApp } = require('./helpers');
 const hl = require('../lib');
 
 const labeled = hl.capabilities().sampleLabels;
 const registerCjs = path.join(root, 'lib', 'entries', 'register.js');
 const fixtures = path.join(__dirname, 'fixtures');
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-ops-'));
-process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
-
-// The flags of this test process that matter to children (AsyncContextFrame on or off); NODE_OPTIONS
-// reaches them through the environment.
-const childFlags = process.execArgv.filter((a) => /^--(no-)?(experimental-)?async-context-frame$/.test(a));
-
-// Environment of a child: no HEAP_LABELS_* from outside, then `env`.
-function childEnv(env) {
-  const out = {};
-  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('HEAP_LABELS_')) out[k] = v;
-  return { ...out, ...env };
-}
+const tmp = tempDir('ops');
 
 // Runs a fixture to completion: { status, stdout, stderr, json }.
 function runApp(args, env, cwd = root) {
-  const r = spawnSync(process.execPath, [...childFlags, ...args], {
+  const r = spawnSync(process.execPath, [...acfExecArgv, ...args], {
     cwd,
     env: childEnv(env),
     encoding: 'utf8',
     timeout: 60_000,
   });
-  const last = (r.stdout || '').trim().split('\n').pop();
-  let json;
-  try {
-    json = JSON.parse(last);
-  } catch {
-    json = undefined;
-  }
-  return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, json };
+  return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr, json: lastJson(r.stdout) };
 }
 
 // Starts tests/fixtures/ops-app.js with the preload; resolves once it listens.
-async function startApp(env, nodeArgs = []) {
-  const child = spawn(process.execPath, [...childFlags, ...nodeArgs, '-r', registerCjs, path.join(fixtures, 'ops-app.js')], {
-    env: childEnv(env),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const app = { child, stdout: '', stderr: '', exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))) };
-  child.stdout.setEncoding('utf8').on('data', (d) => (app.stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => (app.stderr += d));
-  app.waitFor = async (re, what, ms = 30_000) => {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const m = re.exec(app.stderr);
-      if (m) return m;
-      if (child.exitCode !== null || child.signalCode !== null || Date.now() > deadline) {
-        assert.fail(`${what}: not seen on the app's stderr:\n${app.stderr}`);
-      }
-      await sleep(20);
-    }
-  };
-  app.kill = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await app.exited;
-  };
-  const deadline = Date.now() + 30_000;
-  while (!app.stdout.includes('\n')) {
-    if (child.exitCode !== null || Date.now() > deadline) assert.fail(`the app did not start:\n${app.stderr}`);
-    await sleep(20);
-  }
-  app.port = JSON.parse(app.stdout.split('\n')[0]).port;
-  return app;
+function startApp(env, nodeArgs = []) {
+  return spawnApp([...acfExecArgv, ...nodeArgs, '-r', registerCjs, path.join(fixtures, 'ops-app.js')], { env: childEnv(env) });
 }
 
 async function request(port, route, n) {
@@ -93,36 +45,8 @@ async function request(port, route, n) {
   }
 }
 
-// --- go tool pprof (Debian's golang-go, installed by the test setup) ----------------------------
-
-const goEnv = makeGoEnv(tmp);
-
-function goPprof(...args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn('go', ['tool', 'pprof', ...args], { env: goEnv });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-    child.on('error', (err) => reject(err.code === 'ENOENT' ? new Error('`go` is not on PATH (apt-get install golang-go; scripts/test.sh does)') : err));
-    child.on('exit', (code) => {
-      if (code === 0) resolve({ stdout, stderr });
-      else reject(new Error(`go tool pprof ${args.join(' ')} exited with ${code}:\n${stderr}`));
-    });
-  });
-}
-
 // inuse_space per value of `key` (and '' for samples without it) of a decoded pprof.
-function bytesBy(profile, key) {
-  const space = profile.sampleTypes.findIndex((t) => t.type === 'inuse_space');
-  const out = {};
-  for (const s of profile.samples) {
-    const label = s.labels.find((l) => l.key === key);
-    const k = label ? label.str : '';
-    out[k] = (out[k] ?? 0) + s.values[space];
-  }
-  return out;
-}
+const bytesBy = (profile, key) => pprofTotals(profile, key).inuse_space ?? {};
 
 function dumpFiles(dir) {
   return fs.readdirSync(dir).sort();
@@ -316,10 +240,10 @@ test('GET /debug/pprof/heap: go tool pprof reads it; ?debug=1 is the per-label t
     await request(app.port, '/leak', 20);
     await request(app.port, '/ok', 5);
 
-    const raw = await goPprof('-raw', url);
+    const raw = await goPprof(tmp, '-raw', url);
     assert.match(raw.stdout, /inuse_objects\/count\s+inuse_space\/bytes\[dflt\]/);
     assert.match(raw.stdout, /PeriodType: space bytes\nPeriod: 16384/);
-    const tags = await goPprof('-tags', url);
+    const tags = await goPprof(tmp, '-tags', url);
     if (labeled) assert.match(tags.stdout, /route: Total[\s\S]*\/leak/);
     else assert.doesNotMatch(tags.stdout, /route:/);
 
@@ -451,7 +375,7 @@ test('near the heap limit a labeled profile is written before the out-of-memory 
     const [, pprofPath, summaryPath] = m;
     assert.ok(fs.existsSync(pprofPath) && fs.existsSync(summaryPath));
     assert.match(fs.readFileSync(summaryPath, 'utf8'), /# reason: near-heap-limit/);
-    const top = await goPprof('-top', '-sample_index=inuse_space', pprofPath);
+    const top = await goPprof(tmp, '-top', '-sample_index=inuse_space', pprofPath);
     assert.match(top.stdout, /Type: inuse_space/);
     const profile = decodePprof(fs.readFileSync(pprofPath));
     const byRoute = bytesBy(profile, 'route');
@@ -473,7 +397,7 @@ test('near the heap limit a labeled profile is written before the out-of-memory 
 test('soak smoke: always-on with rotating label sets, the label table returns to its baseline', () => {
   const r = spawnSync(
     process.execPath,
-    [...childFlags, '--expose-gc', path.join(root, 'benchmark', 'soak.js'), '--quick', '--minutes', '0.15', '--sets', '2000'],
+    [...acfExecArgv, '--expose-gc', path.join(root, 'benchmark', 'soak.js'), '--quick', '--minutes', '0.15', '--sets', '2000'],
     { cwd: root, env: childEnv({}), encoding: 'utf8', timeout: 120_000 },
   );
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);

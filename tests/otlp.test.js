@@ -7,44 +7,18 @@
 // unlabeled group); labeled profiles are checked on the patched runtime, and on every runtime
 // through a labeled pprof file (as the patched runtime writes them) given to export.
 
-const { test, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const zlib = require('node:zlib');
-const { Profile, StringTable, ValueType, Sample, Label, Location, Line, Function: PFunction } = require('pprof-format');
-const { root, decodePprof } = require('./helpers');
+const { decodePprof, pprofTotals, labeledPprof, tempDir, cli } = require('./helpers');
 const { decodeOtlp, otlpTotals } = require('./otlp-decoder');
 const lib = require('../lib');
 const { version } = require('../package.json');
 
-const BIN = path.join(root, 'bin', 'heap-labels.js');
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-otlp-'));
-after(() => fs.rmSync(tmp, { recursive: true, force: true }));
-
-// { [type]: { [value of `key`, '' when absent]: total } } of a decoded pprof, zeros left out (an
-// OTLP profile has no sample for a zero value).
-function pprofTotals(p, key) {
-  const out = {};
-  for (const s of p.samples) {
-    const label = s.labels.find((l) => l.key === key);
-    const v = label ? label.str : '';
-    p.sampleTypes.forEach((t, i) => {
-      if (s.values[i] === 0) return;
-      const byValue = (out[t.type] ??= {});
-      byValue[v] = (byValue[v] ?? 0) + s.values[i];
-    });
-  }
-  return out;
-}
-
-function cli(...args) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
-  if (r.error) throw r.error;
-  return r;
-}
+const tmp = tempDir('otlp');
 
 function retainUnder(labels, count) {
   return lib.withHeapProfileLabels(labels, () => {
@@ -133,40 +107,22 @@ test('toOtlp(): service.name from OTEL_SERVICE_NAME, else unknown_service; bad o
 
 // A labeled profile as the patched runtime writes it (string labels, an empty value, the overflow
 // set, an allocated-only sample without location, Go's four types) plus what other pprof writers
-// put in (a numeric label with a unit, a mapping), encoded with pprof-format.
-function labeledPprof() {
-  const st = new StringTable();
-  const s = (x) => st.dedup(x);
-  const fn = new PFunction({ id: 1, name: s('keep'), systemName: s('keep'), filename: s('/app.js'), startLine: 5 });
-  const fn2 = new PFunction({ id: 2, name: s('handle'), systemName: s('handle'), filename: s('/app.js'), startLine: 9 });
-  const locs = [new Location({ id: 1, line: [new Line({ functionId: 1, line: 5 })] }), new Location({ id: 7, line: [new Line({ functionId: 2, line: 9 })] })];
-  const lab = (k, v) => new Label({ key: s(k), str: s(v) });
-  const types = [['alloc_objects', 'count'], ['alloc_space', 'bytes'], ['inuse_objects', 'count'], ['inuse_space', 'bytes']].map(([t, u]) => new ValueType({ type: s(t), unit: s(u) }));
-  const sample = (locationId, value, label) => new Sample({ locationId, value, label });
-  return new Profile({
-    sampleType: types,
-    sample: [
-      sample([1, 7], [10, 5000, 4, 2000], [lab('route', '/a'), lab('tenant', 't1')]),
-      sample([1, 7], [2, 600, 2, 600], [lab('route', '/a'), lab('tenant', '')]),
-      sample([7], [1, 100, 1, 100], [lab('route', '/b'), new Label({ key: s('bytes'), num: 512, numUnit: s('bytes') })]),
-      sample([], [3, 900, 0, 0], [lab('route', '/b')]),
-      sample([1], [5, 700, 5, 700], [lab('heap_labels.overflow', 'true')]),
-      sample([7], [1, 30, 1, 30], []),
-    ],
-    location: locs,
-    function: [fn, fn2],
-    stringTable: st,
-    timeNanos: 1_700_000_000_000_000_000n,
-    durationNanos: 5_000_000_000,
-    periodType: new ValueType({ type: s('space'), unit: s('bytes') }),
-    period: 4096,
-    defaultSampleType: s('inuse_space'),
-  });
-}
+// put in (a numeric label with a unit, location ids that are not 1..n).
+const labeledProfile = () => labeledPprof({
+  samples: [
+    { stack: ['keep', 'handle'], values: [10, 5000, 4, 2000], labels: { route: '/a', tenant: 't1' } },
+    { stack: ['keep', 'handle'], values: [2, 600, 2, 600], labels: { route: '/a', tenant: '' } },
+    { stack: ['handle'], values: [1, 100, 1, 100], labels: { route: '/b', bytes: [512, 'bytes'] } },
+    { stack: [], values: [3, 900, 0, 0], labels: { route: '/b' } },
+    { stack: ['keep'], values: [5, 700, 5, 700], labels: { 'heap_labels.overflow': 'true' } },
+    { stack: ['handle'], values: [1, 30, 1, 30] },
+  ],
+  locationIds: { handle: 7 },
+});
 
 test('export --otlp: a labeled pprof file becomes an OTLP profile with the same totals per label', () => {
   const file = path.join(tmp, 'labeled.pb.gz');
-  fs.writeFileSync(file, zlib.gzipSync(labeledPprof().encode()));
+  fs.writeFileSync(file, zlib.gzipSync(labeledProfile()));
   const r = cli('export', '--otlp', file, '--service-name', 'checkout', '--attribute', 'k8s.pod.name=web-1');
   assert.equal(r.status, 0, r.stderr);
   const out = path.join(tmp, 'labeled.otlp.pb');
@@ -193,7 +149,7 @@ test('export --otlp: a labeled pprof file becomes an OTLP profile with the same 
 
   // --out, and an ungzipped pprof.
   const raw = path.join(tmp, 'raw.pb');
-  fs.writeFileSync(raw, labeledPprof().encode());
+  fs.writeFileSync(raw, labeledProfile());
   const chosen = path.join(tmp, 'chosen.bin');
   assert.equal(cli('export', '--otlp', raw, '--out', chosen).status, 0);
   assert.deepEqual(otlpTotals(decodeOtlp(fs.readFileSync(chosen)), 'route'), pprofTotals(pprof, 'route'));

@@ -14,16 +14,12 @@ const { spawn } = require('node:child_process');
 const http = require('node:http');
 const path = require('node:path');
 const zlib = require('node:zlib');
-const { root, decodePprof } = require('./helpers');
+const { root, decodePprof, pprofTotals, sleep, spawnApp, asyncContextFrameFlags } = require('./helpers');
 const { decodeOtlp, otlpTotals } = require('./otlp-decoder');
 const lib = require('../lib');
 
 const registerCjs = path.join(root, 'lib', 'register.js');
-const childFlags = ['--expose-gc'];
-if (Number(process.versions.node.split('.')[0]) === 22 && !process.execArgv.includes('--no-async-context-frame')) {
-  childFlags.push('--experimental-async-context-frame');
-}
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const childFlags = ['--expose-gc', ...asyncContextFrameFlags()];
 const caps = lib.capabilities();
 
 // A collector: `mode` decides the answer ('ok', 'fail' = 503, 'hang' = never answers);
@@ -62,19 +58,9 @@ async function startReceiver() {
 }
 
 async function startApp(env) {
-  const child = spawn(process.execPath, [...childFlags, '-r', registerCjs, path.join(root, 'tests', 'fixtures', 'push-app.js')], {
+  const app = await spawnApp([...childFlags, '-r', registerCjs, path.join(root, 'tests', 'fixtures', 'push-app.js')], {
     env: { ...process.env, HEAP_LABELS_SIGNAL: 'off', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const app = { child, stdout: '', stderr: '', exited: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))) };
-  child.stdout.setEncoding('utf8').on('data', (d) => (app.stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => (app.stderr += d));
-  const deadline = Date.now() + 30_000;
-  while (!app.stdout.includes('\n')) {
-    if (child.exitCode !== null || Date.now() > deadline) assert.fail(`the app did not start:\n${app.stderr}`);
-    await sleep(20);
-  }
-  app.port = JSON.parse(app.stdout.split('\n')[0]).port;
   app.get = (p) =>
     new Promise((resolve, reject) => {
       http
@@ -90,11 +76,6 @@ async function startApp(env) {
     assert.equal(r.status, 200, r.body);
     return JSON.parse(r.body);
   };
-  app.kill = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    await app.exited;
-  };
-  after(() => app.kill());
   return app;
 }
 
@@ -137,7 +118,7 @@ test('a pushed window: path, headers, resource, labeled profiles, totals equal t
     assert.equal(got.headers['x-scope-orgid'], 'team-a');
     const decoded = decodeOtlp(got.body, 'request');
     const window_ = decodePprof(Buffer.from(pprof, 'base64'));
-    assert.deepEqual(otlpTotals(decoded, 'route'), pprofTotalsOf(window_, 'route'), `window ${window}`);
+    assert.deepEqual(otlpTotals(decoded, 'route'), pprofTotals(window_, 'route'), `window ${window}`);
     const [rp] = decoded.resourceProfiles;
     assert.equal(rp.resource['service.name'], 'push-test');
     assert.equal(rp.resource['process.pid'], app.child.pid);
@@ -162,20 +143,6 @@ test('a pushed window: path, headers, resource, labeled profiles, totals equal t
     assert.ok(w2 < w1 * 1.8 && w1 < w2 * 1.8, `${w1} vs ${w2}`);
   });
 });
-
-function pprofTotalsOf(p, key) {
-  const out = {};
-  for (const s of p.samples) {
-    const label = s.labels.find((l) => l.key === key);
-    const v = label ? label.str : '';
-    p.sampleTypes.forEach((t, i) => {
-      if (s.values[i] === 0) return;
-      const byValue = (out[t.type] ??= {});
-      byValue[v] = (byValue[v] ?? 0) + s.values[i];
-    });
-  }
-  return out;
-}
 
 test('periodic pushes survive a failing, hanging and vanished collector, and recover', async () => {
   const receiver = await startReceiver();

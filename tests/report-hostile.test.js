@@ -5,24 +5,21 @@
 // the stack, negative int64 values stay negative, and label values and function names reach the
 // terminal escaped and the HTML page as text. Bad input: exit 2 with one line, no stack trace.
 //
-// Hostile files are built here: with pprof-format's encoder (a devDependency, not the CLI's
-// reader) for well-formed profiles, by hand for malformed bytes.
+// Hostile files are built here: with pprof-format's encoder (encodePprof of tests/helpers.js; a
+// devDependency, not the CLI's reader) for well-formed profiles, by hand for malformed bytes.
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const zlib = require('node:zlib');
 const { pathToFileURL } = require('node:url');
-const { Profile, StringTable, ValueType, Sample, Label, Location, Line, Function: PFunction } = require('pprof-format');
-const { root } = require('./helpers');
+const { root, encodePprof, tempDir } = require('./helpers');
 const { launchChromium } = require('./browser');
 
 const BIN = path.join(root, 'bin', 'heap-labels.js');
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-hostile-'));
-process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDir('hostile');
 
 // Runs the CLI in a child that also reports its peak RSS: { status, stdout, stderr, ms, maxRssMiB }.
 function cli(args, { timeout = 600_000 } = {}) {
@@ -50,36 +47,9 @@ function write(name, bytes) {
   return file;
 }
 
-// A heap pprof from { samples: [{ stack: [names leaf first], values: [inuseObjects, inuseBytes], labels: {k: v} }] }.
-function pprof({ samples }) {
-  const st = new StringTable();
-  const functions = new Map();
-  const locations = new Map();
-  const locationOf = (name) => {
-    let loc = locations.get(name);
-    if (loc === undefined) {
-      const fn = new PFunction({ id: functions.size + 1, name: st.dedup(name), filename: st.dedup('app.js') });
-      functions.set(name, fn);
-      loc = new Location({ id: locations.size + 1, line: [new Line({ functionId: fn.id, line: 1 })] });
-      locations.set(name, loc);
-    }
-    return loc.id;
-  };
-  const profile = new Profile({
-    sampleType: [new ValueType({ type: st.dedup('inuse_objects'), unit: st.dedup('count') }), new ValueType({ type: st.dedup('inuse_space'), unit: st.dedup('bytes') })],
-    sample: samples.map((s) => new Sample({
-      locationId: s.stack.map(locationOf),
-      value: s.values,
-      label: Object.entries(s.labels ?? {}).map(([k, v]) => new Label({ key: st.dedup(k), str: st.dedup(v) })),
-    })),
-    stringTable: st,
-    periodType: new ValueType({ type: st.dedup('space'), unit: st.dedup('bytes') }),
-    period: 524288,
-  });
-  profile.location = [...locations.values()];
-  profile.function = [...functions.values()];
-  return zlib.gzipSync(profile.encode());
-}
+// A gzip'd heap pprof of functions in app.js at V8's default sampling interval, from
+// { samples: [{ stack: [names leaf first], values: [inuseObjects, inuseBytes], labels: {k: v} }] }.
+const pprof = ({ samples }) => zlib.gzipSync(encodePprof({ samples, file: 'app.js', periodType: ['space', 'bytes'], period: 524288 }));
 
 // profile.proto by hand: field 6 (string_table) entries "", "s0", "s1", ...
 function stringsOnly(n) {

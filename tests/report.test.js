@@ -8,33 +8,22 @@
 //
 // The HTML views are opened in headless Chromium (tests/browser.js) and read back from the DOM.
 
-const { test, after } = require('node:test');
+const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const zlib = require('node:zlib');
 const { pathToFileURL } = require('node:url');
-const { Profile, StringTable, ValueType, Sample, Label, Location, Line, Function: PFunction } = require('pprof-format');
-const { root, runFixture, decodePprof, goEnv, asyncContextFrameFlags } = require('./helpers');
+const { root, fixtureJson, decodePprof, encodePprof, labeledPprof, goPprof, asyncContextFrameFlags, tempDir, cli } = require('./helpers');
 const { launchChromium, artifactPath } = require('./browser');
 const lib = require('../lib');
 const lib_mjs = import('../lib/index.mjs');
 
-const BIN = path.join(root, 'bin', 'heap-labels.js');
 const FLAGS = ['--expose-gc'];
 FLAGS.push(...asyncContextFrameFlags());
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-report-'));
-after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+const tmp = tempDir('report');
 
-// Runs the CLI; returns { status, stdout, stderr }.
-function cli(...args) {
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
-  if (r.error) throw r.error;
-  return r;
-}
 function cliJson(...args) {
   const r = cli(...args, '--json');
   assert.equal(r.status, 0, r.stderr);
@@ -45,10 +34,7 @@ let workload;
 function run() {
   if (workload === undefined) {
     const dir = fs.mkdtempSync(path.join(tmp, 'workload-'));
-    const r = runFixture('report-workload.js', { nodeArgs: FLAGS, args: [dir] });
-    assert.equal(r.status, 0, `report-workload.js failed:\n${r.stderr}`);
-    assert.ok(r.json, `report-workload.js printed no JSON:\n${r.stdout}`);
-    workload = r.json;
+    workload = fixtureJson('report-workload.js', { nodeArgs: FLAGS, args: [dir] });
   }
   return workload;
 }
@@ -254,16 +240,9 @@ test('diffProfiles(base, current): in-process growth agrees with the CLI diff of
   assert.throws(() => lib.diffProfiles(undefined, undefined, { key: '' }), /key must be a non-empty string/);
 });
 
-test('go tool pprof -diff_base reads two of these files: the growth at retainBig', () => {
+test('go tool pprof -diff_base reads two of these files: the growth at retainBig', async () => {
   const w = run();
-  const env = goEnv(fs.mkdtempSync(path.join(tmp, 'go-')));
-  const r = spawnSync(
-    'go',
-    ['tool', 'pprof', '-top', '-lines', '-unit=B', '-sample_index=inuse_space', '-nodecount=1000', '-diff_base', w.snapshots[0].file, w.snapshots[1].file],
-    { encoding: 'utf8', env, timeout: 120_000 },
-  );
-  if (r.error && r.error.code === 'ENOENT') assert.fail('go is missing: the test setup installs golang-go (scripts/test.sh)');
-  assert.equal(r.status, 0, r.stderr);
+  const r = await goPprof(tmp, '-top', '-lines', '-unit=B', '-sample_index=inuse_space', '-nodecount=1000', '-diff_base', w.snapshots[0].file, w.snapshots[1].file);
   const d = cliJson('diff', w.snapshots[0].file, w.snapshots[1].file, '--top', '1000');
   const site = `retainBig ${w.workload.file}:${w.workload.bigLine}`;
   const ours = d.groups.flatMap((g) => g.sites).filter((s) => s.name === site).reduce((n, s) => n + s.delta.inuseBytes, 0);
@@ -273,17 +252,15 @@ test('go tool pprof -diff_base reads two of these files: the growth at retainBig
   const flat = Number(/^\s*(-?\d+)B/.exec(row)[1]);
   assert.equal(flat, ours);
   if (labeled()) {
-    const focused = spawnSync('go', ['tool', 'pprof', '-top', '-tagfocus', 'route=/report/big', '-diff_base', w.snapshots[0].file, w.snapshots[1].file], { encoding: 'utf8', env, timeout: 120_000 });
-    assert.equal(focused.status, 0, focused.stderr);
+    const focused = await goPprof(tmp, '-top', '-tagfocus', 'route=/report/big', '-diff_base', w.snapshots[0].file, w.snapshots[1].file);
     assert.match(focused.stdout, /retainBig/);
   }
 });
 
 test('allocated figures (trackAllocations): alloc columns where the profile has alloc_* types, none elsewhere', () => {
   const dir = fs.mkdtempSync(path.join(tmp, 'alloc-'));
-  const r = runFixture('report-workload.js', { nodeArgs: FLAGS, args: [dir, 'alloc'] });
-  assert.equal(r.status, 0, r.stderr);
-  const snap = r.json.snapshots[2];
+  const w = fixtureJson('report-workload.js', { nodeArgs: FLAGS, args: [dir, 'alloc'] });
+  const snap = w.snapshots[2];
   const exp = expected(snap.file, 'route');
   // The patched runtime reports dead samples; stock Node.js 26 marks kept ones (V8's is_live).
   assert.equal(exp.hasAllocations, snap.hasAllocations);
@@ -303,7 +280,7 @@ test('allocated figures (trackAllocations): alloc columns where the profile has 
     // Allocated includes what is still in use, and the churn the workload dropped.
     assert.ok(g.allocBytes >= g.inuseBytes * 0.5, `${g.name}: allocated ${g.allocBytes}, in use ${g.inuseBytes}`);
   }
-  const grown = out.groups.find((g) => g.name === (r.json.capabilities.sampleLabels ? 'route="/report/big"' : '(unlabeled)'));
+  const grown = out.groups.find((g) => g.name === (w.capabilities.sampleLabels ? 'route="/report/big"' : '(unlabeled)'));
   assert.ok(grown.allocBytes > grown.inuseBytes, 'the churn of /report/big was allocated and dropped');
 });
 
@@ -355,36 +332,19 @@ test('bad input: one line on stderr, exit status 2, no stack trace', () => {
 // pprof-format: the labeled and allocated paths of the reader checked on every runtime, against
 // figures this test sets itself.
 test('labeled pprof with allocation types: groups by set and by key, overflow, other sites', () => {
-  const st = new StringTable();
-  const s = (x) => st.dedup(x);
-  const fn = new PFunction({ id: 1, name: s('keep'), systemName: s('keep'), filename: s('/app.js'), startLine: 5 });
-  const fn2 = new PFunction({ id: 2, name: s('handle'), systemName: s('handle'), filename: s('/app.js'), startLine: 9 });
-  const locs = [new Location({ id: 1, line: [new Line({ functionId: 1, line: 5 })] }), new Location({ id: 2, line: [new Line({ functionId: 2, line: 9 })] })];
-  const lab = (k, v) => new Label({ key: s(k), str: s(v) });
-  const types = [['alloc_objects', 'count'], ['alloc_space', 'bytes'], ['inuse_objects', 'count'], ['inuse_space', 'bytes']].map(([t, u]) => new ValueType({ type: s(t), unit: s(u) }));
-  const sample = (locationId, value, label) => new Sample({ locationId, value, label });
-  const p = new Profile({
-    sampleType: types,
-    sample: [
-      sample([1, 2], [10, 5000, 4, 2000], [lab('route', '/a'), lab('tenant', 't1')]),
-      sample([1, 2], [2, 600, 2, 600], [lab('route', '/a'), lab('tenant', 't2')]),
-      sample([2], [1, 100, 1, 100], [lab('route', '/b')]),
-      sample([], [3, 900, 0, 0], [lab('route', '/b')]),
-      sample([1], [5, 700, 5, 700], [lab('heap_labels.overflow', 'true')]),
-      sample([2], [1, 50, 1, 50], [lab('tenant', 't9')]),
-      sample([2], [1, 30, 1, 30], []),
+  const p = labeledPprof({
+    samples: [
+      { stack: ['keep', 'handle'], values: [10, 5000, 4, 2000], labels: { route: '/a', tenant: 't1' } },
+      { stack: ['keep', 'handle'], values: [2, 600, 2, 600], labels: { route: '/a', tenant: 't2' } },
+      { stack: ['handle'], values: [1, 100, 1, 100], labels: { route: '/b' } },
+      { stack: [], values: [3, 900, 0, 0], labels: { route: '/b' } },
+      { stack: ['keep'], values: [5, 700, 5, 700], labels: { 'heap_labels.overflow': 'true' } },
+      { stack: ['handle'], values: [1, 50, 1, 50], labels: { tenant: 't9' } },
+      { stack: ['handle'], values: [1, 30, 1, 30] },
     ],
-    location: locs,
-    function: [fn, fn2],
-    stringTable: st,
-    timeNanos: 1_700_000_000_000_000_000n,
-    durationNanos: 5_000_000_000,
-    periodType: new ValueType({ type: s('space'), unit: s('bytes') }),
-    period: 4096,
-    defaultSampleType: s('inuse_space'),
   });
   const file = path.join(tmp, 'labeled.pb.gz');
-  fs.writeFileSync(file, zlib.gzipSync(p.encode()));
+  fs.writeFileSync(file, zlib.gzipSync(p));
   const [bySet] = cliJson('report', file);
   assert.equal(bySet.hasAllocations, true);
   // time_nanos (session start) + duration_nanos: when the read was made (doubles: ~256 ns apart).
@@ -530,28 +490,19 @@ test('diff --html: growth bars per label and the growth flame graph', { timeout:
 // is checked on every runtime.
 test('report --html of labeled snapshots: a line per label over time, clicking a label shows its tree', { timeout: 180_000 }, async (t) => {
   const files = [1, 2, 3].map((n) => {
-    const st = new StringTable();
-    const s = (x) => st.dedup(x);
-    const names = [['main', 1], ['handle', 9], ['keep', 5]];
-    const functions = names.map(([name, line], i) => new PFunction({ id: i + 1, name: s(name), systemName: s(name), filename: s('/app.js'), startLine: line }));
-    const location = names.map(([, line], i) => new Location({ id: i + 1, line: [new Line({ functionId: i + 1, line })] }));
-    const route = (v) => [new Label({ key: s('route'), str: s(v) })];
-    const p = new Profile({
-      sampleType: [['inuse_objects', 'count'], ['inuse_space', 'bytes']].map(([type, unit]) => new ValueType({ type: s(type), unit: s(unit) })),
-      sample: [
-        new Sample({ locationId: [3, 2, 1], value: [10 * n, 100_000 * n], label: route('/big') }),
-        new Sample({ locationId: [2, 1], value: [5, 40_000], label: route('/small') }),
-        new Sample({ locationId: [1], value: [2, 20_000 * (4 - n)], label: [] }),
+    const p = encodePprof({
+      samples: [
+        { stack: ['keep', 'handle', 'main'], values: [10 * n, 100_000 * n], labels: { route: '/big' } },
+        { stack: ['handle', 'main'], values: [5, 40_000], labels: { route: '/small' } },
+        { stack: ['main'], values: [2, 20_000 * (4 - n)] },
       ],
-      location,
-      function: functions,
-      stringTable: st,
+      lines: { main: 1, handle: 9, keep: 5 },
       timeNanos: 1_700_000_000_000_000_000n,
       durationNanos: BigInt(n) * 60_000_000_000n,
       period: 4096,
     });
     const file = path.join(tmp, `labeled-${n}.pb.gz`);
-    fs.writeFileSync(file, zlib.gzipSync(p.encode()));
+    fs.writeFileSync(file, zlib.gzipSync(p));
     return file;
   });
   const html = path.join(tmp, 'labeled.html');
@@ -574,19 +525,14 @@ test('report --html of labeled snapshots: a line per label over time, clicking a
 });
 
 test('report --html with many label sets: every label has its bar, the largest 200 their call tree', { timeout: 180_000 }, async (t) => {
-  const st = new StringTable();
-  const s = (x) => st.dedup(x);
   const n = 250;
-  const p = new Profile({
-    sampleType: [['inuse_objects', 'count'], ['inuse_space', 'bytes']].map(([type, unit]) => new ValueType({ type: s(type), unit: s(unit) })),
-    sample: Array.from({ length: n }, (_, i) => new Sample({ locationId: [1], value: [1, 1000 + i], label: [new Label({ key: s('tenant'), str: s(`t${i}`) })] })),
-    location: [new Location({ id: 1, line: [new Line({ functionId: 1, line: 3 })] })],
-    function: [new PFunction({ id: 1, name: s('alloc'), systemName: s('alloc'), filename: s('/app.js'), startLine: 3 })],
-    stringTable: st,
+  const p = encodePprof({
+    samples: Array.from({ length: n }, (_, i) => ({ stack: ['alloc'], values: [1, 1000 + i], labels: { tenant: `t${i}` } })),
+    lines: { alloc: 3 },
     period: 4096,
   });
   const file = path.join(tmp, 'many.pb.gz');
-  fs.writeFileSync(file, zlib.gzipSync(p.encode()));
+  fs.writeFileSync(file, zlib.gzipSync(p));
   const html = path.join(tmp, 'many.html');
   assert.equal(cli('report', file, '--html', html).status, 0);
   const page = await inBrowser(t, html, 'report-many.png', async (pg) => {

@@ -14,7 +14,7 @@
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { runFixture } = require('./helpers');
+const { fixtureJson } = require('./helpers');
 
 const FRAMEWORKS = ['express4', 'express5', 'fastify', 'koa', 'http'];
 const ROUTE_OF = { s1: '/upload/:id', s2: '/other/:id', s3: '/upload/:id', s4: '/other/:id', c1: '/upload/:id', c2: '/other/:id' };
@@ -28,12 +28,7 @@ const MODES = {
   off: defaultOn ? ['--no-async-context-frame'] : [],
 };
 
-function scenario(framework, name, nodeArgs) {
-  const result = runFixture('framework-scenarios.js', { nodeArgs, args: [framework, name], env: { NODE_OPTIONS: '' } });
-  assert.equal(result.status, 0, `${framework} ${name} failed:\n${result.stderr}`);
-  assert.ok(result.json, `${framework} ${name} printed no JSON:\n${result.stdout}\n${result.stderr}`);
-  return result.json;
-}
+const scenario = (framework, name, nodeArgs) => fixtureJson('framework-scenarios.js', { nodeArgs, args: [framework, name], env: { NODE_OPTIONS: '' } });
 
 for (const framework of FRAMEWORKS) {
   for (const [mode, nodeArgs] of Object.entries(MODES)) {
@@ -64,7 +59,7 @@ for (const framework of FRAMEWORKS) {
   }
 }
 
-const caps = runFixture('labeled-scenarios.js', { nodeArgs: MODES.on, args: ['capabilities'], env: { NODE_OPTIONS: '' } }).json;
+const caps = fixtureJson('labeled-scenarios.js', { nodeArgs: MODES.on, args: ['capabilities'], env: { NODE_OPTIONS: '' } });
 const noSampleLabels = !caps?.sampleLabels && 'capabilities().sampleLabels is false: per-sample labels need the patched runtime';
 
 for (const framework of FRAMEWORKS) {

@@ -11,6 +11,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { once } = require('node:events');
+const { makeCertificate, tempDir } = require('./helpers');
 
 test('node:crypto computes a sha256 digest', () => {
   const crypto = require('node:crypto');
@@ -23,24 +24,9 @@ test('node:crypto computes a sha256 digest', () => {
   assert.match(crypto.randomUUID(), /^[0-9a-f-]{36}$/);
 });
 
-// A self-signed certificate for localhost/127.0.0.1, made now with the openssl CLI.
-function makeCertificate() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-tls-'));
-  const key = path.join(dir, 'key.pem');
-  const cert = path.join(dir, 'cert.pem');
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=localhost',
-    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-  ], { stdio: 'ignore' });
-  const pair = { key: fs.readFileSync(key), cert: fs.readFileSync(cert) };
-  fs.rmSync(dir, { recursive: true, force: true });
-  return pair;
-}
-
 test('an https server answers over loopback with a certificate made at test time', async () => {
   const https = require('node:https');
-  const { key, cert } = makeCertificate();
+  const { key, cert } = makeCertificate(tempDir('tls'));
   const server = https.createServer({ key, cert }, (req, res) => {
     res.end(`hello over ${req.socket.getProtocol()}`);
   });
@@ -65,7 +51,7 @@ test('an https server answers over loopback with a certificate made at test time
 
 test('an HTTP/2 TLS server answers an HTTP/2 client', async () => {
   const http2 = require('node:http2');
-  const { key, cert } = makeCertificate();
+  const { key, cert } = makeCertificate(tempDir('tls'));
   const server = http2.createSecureServer({ key, cert });
   server.on('stream', (stream, headers) => {
     stream.respond({ ':status': 200 });

@@ -4,21 +4,11 @@
 
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const { libPath } = require('./helpers');
+const { libPath, throwsNaming } = require('./helpers');
 const hl = require(libPath);
 const { withHeapProfileLabels, setHeapProfileLabels, getHeapProfileLabels, startHeapProfile } = hl;
 
 const labelsOf = (labels) => withHeapProfileLabels(labels, getHeapProfileLabels);
-
-function throwsNaming(fn, ErrorClass, ...fragments) {
-  assert.throws(fn, (err) => {
-    assert.ok(err instanceof ErrorClass, `expected ${ErrorClass.name}, got ${err && err.constructor.name}: ${err && err.message}`);
-    for (const fragment of fragments) {
-      assert.ok(err.message.includes(fragment), `"${err.message}" does not mention ${fragment}`);
-    }
-    return true;
-  });
-}
 
 test('non-plain objects are rejected with a TypeError', () => {
   class Labels { constructor() { this.route = '/a'; } }

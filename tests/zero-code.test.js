@@ -18,14 +18,14 @@
 
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
-const { spawn, execFileSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const https = require('node:https');
 const http2 = require('node:http2');
 const os = require('node:os');
 const path = require('node:path');
-const { root, runFixture } = require('./helpers');
+const { root, runFixture, makeCertificate } = require('./helpers');
 
 const FIXTURES = path.join(__dirname, 'fixtures', 'zero-code');
 const PROBE = path.join(FIXTURES, 'probe.cjs');
@@ -72,15 +72,6 @@ const CASES = [
   { name: 'node:https', app: 'http', env: { SERVER: 'https' }, client: 'https' },
   { name: 'node:http2', app: 'http', env: { SERVER: 'h2c' }, client: 'h2c' },
 ];
-
-// A self-signed certificate for 127.0.0.1, made now with the openssl CLI, into `dir`.
-function makeCertificate(dir) {
-  execFileSync('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
-    '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost',
-    '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-  ], { stdio: 'ignore' });
-}
 
 // A directory with the app's file and a node_modules of links: heap-labels (this repository) and
 // `packages`.

@@ -11,5 +11,3 @@ export function exportOtlp(
     maxInflatedBytes?: number;
   },
 ): { out: string; bytes: number };
-/** `<name>.otlp.pb` beside a `<name>.pb.gz` input. */
-export function defaultOutput(file: string): string;

@@ -50,4 +50,4 @@ function exportOtlp(file, { out = defaultOutput(file), serviceName, attributes, 
   return { out: path.resolve(out), bytes: encoded.length };
 }
 
-module.exports = { exportOtlp, defaultOutput };
+module.exports = { exportOtlp };

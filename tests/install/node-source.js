@@ -12,19 +12,13 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { root, recipeValue, recipeLines } = require('../helpers');
 
-const root = path.resolve(__dirname, '..', '..');
 const recipe = path.join(root, 'tools', 'patched-node', 'build.sh');
-const versionsEnv = path.join(root, 'tools', 'patched-node', 'versions.env');
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-node-source-'));
 test.after(() => fs.rmSync(scratch, { recursive: true, force: true }));
 
-function envValue(name) {
-  const r = spawnSync('bash', ['-c', `source "$1" && echo "$${name}"`, 'bash', versionsEnv], { encoding: 'utf8' });
-  assert.equal(r.status, 0, r.stderr);
-  return r.stdout.trim();
-}
-const lines = envValue('NODE_LINES').split(/\s+/).map((e) => ({ node: e.split(':')[0], v8: e.split(':')[1] }));
+const lines = recipeLines();
 
 // A synthetic source: node-v<node>/ with the two headers, as a tree or a .tar.xz of it.
 function source(node, v8, { tarball = false, name = `node-v${node}` } = {}) {
@@ -139,7 +133,7 @@ test('a directory or file that is not a Node.js source is refused', () => {
 
 // The pinned tarball given as --node-source selects exactly what the default build does (same
 // series, same source hash, so the same cached runtime).
-const pinnedName = envValue('NODE_TARBALL');
+const pinnedName = recipeValue('NODE_TARBALL');
 const pinned = [process.env.HEAP_LABELS_TOOLCHAIN, path.join(root, '..', 'shared', 'toolchain')]
   .filter(Boolean).map((d) => path.join(d, pinnedName)).find((f) => fs.existsSync(f));
 test('the pinned Node.js source as --node-source selects what the default build does', {
@@ -150,5 +144,5 @@ test('the pinned Node.js source as --node-source selects what the default build 
   assert.equal(byDefault.status, 0, byDefault.stderr);
   assert.equal(given.status, 0, given.stderr);
   assert.deepEqual(given.fields, byDefault.fields);
-  assert.equal(given.fields.source_sha256, envValue('NODE_TARBALL_SHA256'));
+  assert.equal(given.fields.source_sha256, recipeValue('NODE_TARBALL_SHA256'));
 });

@@ -7,8 +7,8 @@
 #
 #   tools/patched-node/check-node-patches.sh [--files DIR]
 #
-# The release of a line: the pinned NODE_VERSION for its line, the version scripts/runtimes.sh
-# pins for the others (24.22.3, 26.12.1). Each file a patch changes is taken from the first of:
+# The release of a line: the pinned NODE_VERSION for its line, the one scripts/runtimes.sh pins for
+# each of the others (`scripts/runtimes.sh list`). Each file a patch changes is taken from the first of:
 #   1. DIR/node-v<version>/<path>: files fetched from the release (for instance nodejs/node's files at
 #      the release's tag, read through a source index);
 #   2. the pinned source tarball of versions.env, for its own version (the shared toolchain folder,
