@@ -9,6 +9,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <string>
 #include <memory>
 #include <thread>
 #include <tuple>
@@ -256,6 +257,135 @@ TEST_F(SampleLabelsTest, VersionTwoHasTheDeathCallbackEntryPoint) {
   EXPECT_GT(recorder.deaths.size(), 0u) << "the C entry point sets |death|";
   EXPECT_EQ(recorder.released, 0);
   isolate_->GetHeapProfiler()->StopSamplingHeapProfiler();
+}
+
+TEST_F(SampleLabelsTest, VersionThreeHasTheObjectIdEntryPoints) {
+  EXPECT_GE(v8_sample_labels_api_version(), 3u);
+  Entered entered(isolate_);
+  Recorder recorder(isolate_, v8::Object::New(isolate_));
+  ASSERT_TRUE(Start(isolate_, &recorder));
+  Run(entered.context, kRetain);
+  std::unique_ptr<v8::AllocationProfile> profile(
+      v8_sample_labels_get_profile_with_object_ids(isolate_));
+  size_t count = 0;
+  ASSERT_NE(v8_sample_labels_get_object_ids(profile.get(), &count), nullptr);
+  EXPECT_EQ(count, profile->GetSamples().size());
+  isolate_->GetHeapProfiler()->StopSamplingHeapProfiler();
+}
+
+// The ids of |profile|'s samples, checked to be aligned with its samples.
+std::vector<v8::SnapshotObjectId> SampleObjectIds(
+    const v8::AllocationProfile* profile) {
+  size_t count = 0;
+  const v8::SnapshotObjectId* ids =
+      v8::HeapProfilerSampleLabels::GetSampleObjectIds(profile, &count);
+  return std::vector<v8::SnapshotObjectId>(ids, ids + count);
+}
+
+// The ids of the objects kRetain keeps in |snapshot|: every node with a
+// "pad" property, its pad array and the array's elements.
+std::set<v8::SnapshotObjectId> KRetainObjects(
+    const v8::HeapSnapshot* snapshot) {
+  std::set<v8::SnapshotObjectId> ids;
+  for (int n = 0; n < snapshot->GetNodesCount(); n++) {
+    const v8::HeapGraphNode* node = snapshot->GetNode(n);
+    for (int e = 0; e < node->GetChildrenCount(); e++) {
+      const v8::HeapGraphEdge* edge = node->GetChild(e);
+      v8::String::Utf8Value name(v8::Isolate::GetCurrent(), edge->GetName());
+      if (edge->GetType() != v8::HeapGraphEdge::kProperty ||
+          std::string(*name) != "pad") {
+        continue;
+      }
+      const v8::HeapGraphNode* pad = edge->GetToNode();
+      ids.insert(node->GetId());
+      ids.insert(pad->GetId());
+      for (int c = 0; c < pad->GetChildrenCount(); c++) {
+        v8::String::Utf8Value child(v8::Isolate::GetCurrent(),
+                                    pad->GetChild(c)->GetName());
+        if (std::string(*child) == "elements") {
+          ids.insert(pad->GetChild(c)->GetToNode()->GetId());
+        }
+      }
+    }
+  }
+  return ids;
+}
+
+TEST_F(SampleLabelsTest, ObjectIdsJoinSamplesToTheNodesOfASnapshot) {
+  Entered entered(isolate_);
+  Recorder recorder(isolate_, v8::Object::New(isolate_));
+  v8::HeapProfiler* heap_profiler = isolate_->GetHeapProfiler();
+  ASSERT_TRUE(Start(isolate_, &recorder));
+  Run(entered.context, kRetain);
+
+  // Ids only when asked for, and none before a snapshot has seen the objects.
+  std::unique_ptr<v8::AllocationProfile> plain(
+      heap_profiler->GetAllocationProfile());
+  EXPECT_TRUE(SampleObjectIds(plain.get()).empty());
+  std::unique_ptr<v8::AllocationProfile> early(
+      v8::HeapProfilerSampleLabels::GetAllocationProfileWithObjectIds(
+          isolate_));
+  std::vector<v8::SnapshotObjectId> early_ids = SampleObjectIds(early.get());
+  ASSERT_EQ(early_ids.size(), early->GetSamples().size());
+  for (v8::SnapshotObjectId id : early_ids) {
+    EXPECT_EQ(id, v8::HeapProfiler::kUnknownObjectId);
+  }
+
+  const v8::HeapSnapshot* snapshot = heap_profiler->TakeHeapSnapshot();
+  ASSERT_NE(snapshot, nullptr);
+  // A full GC after the snapshot can move the objects: their ids follow.
+  FullGC(isolate_);
+  std::unique_ptr<v8::AllocationProfile> profile(
+      v8::HeapProfilerSampleLabels::GetAllocationProfileWithObjectIds(
+          isolate_));
+  const std::vector<v8::AllocationProfile::Sample>& samples =
+      profile->GetSamples();
+  std::vector<v8::SnapshotObjectId> ids = SampleObjectIds(profile.get());
+  ASSERT_EQ(ids.size(), samples.size());
+  ASSERT_GT(samples.size(), 10u);
+  // What kRetain allocated, as the snapshot saw it: each {i, pad} object, its
+  // pad array and that array's elements. A sample may stand for any of them
+  // (optimized code folds the three allocations into one).
+  std::set<v8::SnapshotObjectId> retained = KRetainObjects(snapshot);
+  ASSERT_GE(retained.size(), 3 * 2000u);
+  size_t joined = 0;
+  for (size_t i = 0; i < samples.size(); i++) {
+    if (ids[i] == v8::HeapProfiler::kUnknownObjectId) continue;
+    const v8::HeapGraphNode* node = snapshot->GetNodeById(ids[i]);
+    ASSERT_NE(node, nullptr) << "sample " << samples[i].sample_id;
+    EXPECT_LE(node->GetShallowSize(), samples[i].size);
+    joined += retained.count(ids[i]);
+  }
+  // kRetain keeps its objects: nearly every sample is one of them. Only
+  // samples of the isolate's own allocations have another node or none.
+  EXPECT_GE(joined, samples.size() * 9 / 10);
+  heap_profiler->DeleteAllHeapSnapshots();
+  heap_profiler->StopSamplingHeapProfiler();
+}
+
+TEST_F(SampleLabelsTest, ObjectIdsOfDeadSamplesAreUnknown) {
+  Entered entered(isolate_);
+  Recorder recorder(isolate_, v8::Object::New(isolate_));
+  v8::HeapProfiler* heap_profiler = isolate_->GetHeapProfiler();
+  ASSERT_TRUE(
+      Start(isolate_, &recorder,
+            v8::HeapProfiler::kSamplingIncludeObjectsCollectedByMajorGC));
+  Run(entered.context, kRetain);
+  ASSERT_NE(heap_profiler->TakeHeapSnapshot(), nullptr);
+  ASSERT_TRUE(DropKeptAndCollect(entered.context));
+  std::unique_ptr<v8::AllocationProfile> profile(
+      v8::HeapProfilerSampleLabels::GetAllocationProfileWithObjectIds(
+          isolate_));
+  std::vector<v8::SnapshotObjectId> ids = SampleObjectIds(profile.get());
+  ASSERT_EQ(ids.size(), profile->GetSamples().size());
+  size_t unknown = 0;
+  for (v8::SnapshotObjectId id : ids) {
+    unknown += id == v8::HeapProfiler::kUnknownObjectId;
+  }
+  EXPECT_GE(unknown, ids.size() * 9 / 10)
+      << "kept samples of collected objects have no object";
+  heap_profiler->DeleteAllHeapSnapshots();
+  heap_profiler->StopSamplingHeapProfiler();
 }
 
 TEST_F(SampleLabelsTest, CapturesTheLabelsOfTheCurrentFrame) {
