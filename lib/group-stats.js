@@ -2,8 +2,8 @@
 // getHeapStats(): the group counters of a session started with groupBy. The addon keeps them at
 // capture (core/src/group_counters.rs: every label set is projected onto the groupBy keys once,
 // and each sample and ArrayBuffer block is charged to its set's group when taken and credited
-// when dropped), so a read copies at most maxGroups + 2 rows of counters, whatever the number of
-// label sets.
+// when dropped; a group is made at its first charge), so a read copies at most maxGroups + 2 rows
+// of counters, whatever the number of label sets.
 
 const { native } = require('./native');
 
@@ -20,22 +20,17 @@ const COUNTERS = Object.freeze([
   'publishedPeakExternalBytes',
 ]);
 const WIDTH = COUNTERS.length;
-const ALLOCATED_SAMPLES = COUNTERS.indexOf('allocatedHeapSampleCount');
-const CURRENT_SAMPLES = COUNTERS.indexOf('currentHeapSampleCount');
-const ALLOCATED_EXTERNAL_COUNT = COUNTERS.indexOf('allocatedExternalCount');
-const FREED_EXTERNAL_COUNT = COUNTERS.indexOf('freedExternalCount');
-const CURRENT_EXTERNAL = COUNTERS.indexOf('currentExternalBytes');
 
 // Group 0 gathers the label sets without any groupBy key (or only empty values), group 1 the
-// overflow (a value over the byte limit, or maxGroups reached); both have no labels. A group's
-// labels are its projection, keys in groupBy's order (so not an interned label set, whose keys
-// are sorted): one frozen object per group for the session.
+// overflow (a value over the byte limit, or maxGroups reached at a projection's first charge);
+// both have no labels. A group's labels are its projection, keys in groupBy's order (so not an
+// interned label set, whose keys are sorted): one frozen object per group for the session.
 const UNKNOWN_GROUP = 0;
 const OVERFLOW_GROUP = 1;
 const NO_LABELS = Object.freeze({});
 
 // The buffer the rows are read into (kept from read to read; grown when a read says so) and, per
-// session, the labels of its groups: a group's index and labels are fixed for the session, so
+// session, the labels of its groups: a group's position and labels are fixed for the session, so
 // only groups new since the last read cross as strings.
 let rows = new BigInt64Array(WIDTH * 260);
 let labelsSession = 0;
@@ -65,9 +60,9 @@ function kindOf(index) {
 // isOverflow, labels, ...counters (BigInt) }] } of session `session` (0: whichever runs, for the
 // metrics adapters, which never advance the peak window: that is the session owner's), or undefined
 // when it has no groupBy. The proposal's shapes: boolean isUnknown/isOverflow, BigInt window id and
-// overflow count. A projection's group is listed once something has been charged to it in this
-// session (a sample, a block, or live bytes it held at the start): label sets merely alive from
-// before (a superseded session's) are not listed. The unknown and overflow groups always are.
+// overflow count. The addon lists the unknown and overflow groups, then each projection's group
+// once something has been charged to it in this session, in that order: label sets merely alive
+// from before neither show up nor spend maxGroups.
 function readHeapStats(session, advancePeakWindow) {
   let read = native.groupStats(session, advancePeakWindow, rows);
   if (read === null || read === undefined) return undefined;
@@ -80,7 +75,6 @@ function readHeapStats(session, advancePeakWindow) {
   const groups = [];
   for (let g = 0; g < read.groups; g++) {
     const base = g * WIDTH;
-    if (g > OVERFLOW_GROUP && !charged(base)) continue;
     const kind = kindOf(g);
     const group = { kind, isUnknown: g === UNKNOWN_GROUP, isOverflow: g === OVERFLOW_GROUP, labels: labels[g] };
     for (let c = 0; c < WIDTH; c++) group[COUNTERS[c]] = rows[base + c];
@@ -92,18 +86,6 @@ function readHeapStats(session, advancePeakWindow) {
     overflowCount: BigInt(read.overflowCount),
     groups,
   };
-}
-
-// Whether the group whose row starts at `base` has anything counted in this session: a sample
-// taken, a block allocated, or bytes held (seeded at the start or still live).
-function charged(base) {
-  return (
-    rows[base + ALLOCATED_SAMPLES] !== 0n ||
-    rows[base + CURRENT_SAMPLES] !== 0n ||
-    rows[base + ALLOCATED_EXTERNAL_COUNT] !== 0n ||
-    rows[base + CURRENT_EXTERNAL] !== 0n ||
-    rows[base + FREED_EXTERNAL_COUNT] !== 0n
-  );
 }
 
 // The group counters of the running session, if it groups (what the metrics adapters publish).

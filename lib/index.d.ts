@@ -68,7 +68,11 @@ export interface HeapProfileOptions {
    * counted per projection as they are taken and freed.
    */
   groupBy?: string[];
-  /** Most groups of distinct projections, 1..65536 (default 256); more go to the overflow group. */
+  /**
+   * Most groups of distinct projections, 1..65536 (default 256). A projection takes one at its
+   * first charge in the session (sets merely alive from before take none); later ones go to the
+   * overflow group.
+   */
   maxGroups?: number;
 }
 
@@ -76,8 +80,9 @@ export interface HeapProfileOptions {
 export interface HeapGroup {
   /**
    * 'unknown' (first: no groupBy key, or only empty values, and unlabeled memory), 'overflow'
-   * (second: a value over 255 bytes, maxGroups reached, or heap-labels' own overflow set), or
-   * 'labels' (one per distinct projection).
+   * (second: a value over 255 bytes, maxGroups reached at a projection's first charge, or
+   * heap-labels' own overflow set), or 'labels' (one per distinct projection charged in the
+   * session, in the order of their first charge).
    */
   kind: 'unknown' | 'overflow' | 'labels';
   /** The projection: groupBy keys in their order, empty values left out; {} for the first two. */
@@ -101,7 +106,10 @@ export interface HeapStats {
   sampleInterval: number;
   /** Windows closed by `advancePeakWindow: true` reads. */
   peakWindowId: bigint;
-  /** Label sets put in the overflow group by this session's grouping. */
+  /**
+   * What this session's grouping put in the overflow group: label sets with a value over 255
+   * bytes, and projections first charged when maxGroups groups already existed.
+   */
   overflowCount: bigint;
   groups: HeapGroup[];
 }

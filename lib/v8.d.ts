@@ -32,7 +32,11 @@ export interface StartHeapProfileOptions {
    * bytes; requires `labels: true`.
    */
   groupBy?: string[];
-  /** Most groups of distinct projections, 1 to 65536 (default 256); more go to the overflow group. */
+  /**
+   * Most groups of distinct projections, 1 to 65536 (default 256). A projection takes one at its
+   * first charge in the session (sets merely alive from before take none); later ones go to the
+   * overflow group.
+   */
   maxGroups?: number;
   /** heap-labels: most distinct label sets (default 10000). */
   maxLabelSets?: number;

@@ -236,7 +236,8 @@ pub struct NativeGroupLabels {
 }
 
 /// Signature: `(session: number, from: number) => NativeGroupLabels[]` - the labels of the running
-/// session's groups from index `from` on (the unknown and overflow groups, 0 and 1, have none).
+/// session's groups from position `from` on, in `groupStats` order (the unknown and overflow
+/// groups, 0 and 1, have none).
 #[napi]
 pub fn group_labels(env: Env, session: u32, from: u32) -> napi::Result<Vec<NativeGroupLabels>> {
     let run = || -> error::Result<Vec<NativeGroupLabels>> {

@@ -342,8 +342,9 @@ test('prom-client and OpenTelemetry: group counters of a groupBy session, one se
     const live = series('heap_labels_group_live_samples');
     const names = live.map(([labels]) => labels);
     assert.deepEqual(names.slice(0, 2), ['{heap_labels_group="unknown"}', '{heap_labels_group="overflow"}']);
-    // A projection's group is listed once something was charged to it (27.4): nothing ever is where
-    // samples carry no labels. (Label sets of earlier tests that are still held have their groups too.)
+    // A projection's group exists once something was charged to it in the session (27.4): nothing
+    // ever is where samples carry no labels. (Label sets of earlier tests that are still held take
+    // no group here unless charged.)
     const charged = caps.sampleLabels || caps.externalBytes;
     assert.equal(names.filter((l) => l === '{tenant="acme"}').length, charged ? 1 : 0, 'both routes of tenant acme in one series');
     const { resourceMetrics, errors } = await reader.collect();

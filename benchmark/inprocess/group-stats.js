@@ -10,8 +10,9 @@
 // `groups` values) each retain small objects and an 8 KiB Buffer; then getHeapStats() and
 // labelCounters() alternate `calls` times. The group counters are kept at capture, so a read copies
 // groups + 2 rows whatever the number of sets. Reported: median and p90 of one call; the groups
-// read and how many had samples (on stock runtimes samples carry no labels: all groups exist, their
-// counters stay 0, and the read costs the same).
+// read and how many had samples (a group exists once something is charged to it: on stock runtimes
+// samples carry no labels and no bytes are counted per set, so only the unknown and overflow groups
+// are read).
 
 const c = require('./common');
 

@@ -1,17 +1,22 @@
-//! The atomics (and the `Arc`) of the lock-free tables, [`block_words`](crate::block_words) and
-//! `set_counters`: std's in every normal build, loom's when the crate is built with `--cfg loom`
-//! for the model checks (`scripts/test.d/35-loom.sh`, the `loom_models` tests beside each table).
+//! The atomics (and the `Arc`) of the lock-free tables, [`block_words`](crate::block_words),
+//! `set_counters` and [`group_counters`](crate::group_counters): std's in every normal build,
+//! loom's when the crate is built with `--cfg loom` for the model checks
+//! (`scripts/test.d/35-loom.sh`, the `loom_models` tests beside each table).
 //! Loom's types have the same methods as std's; what they lack (`const` constructors,
 //! `AtomicPtr::get_mut`) is handled where it is used, under `cfg(loom)`, so that the normal build's
 //! code is the code the models check.
 
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicUsize};
+pub(crate) use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
+};
 #[cfg(not(loom))]
 pub(crate) use std::sync::Arc;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicUsize};
+pub(crate) use loom::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize,
+};
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 
@@ -96,6 +101,17 @@ pub(crate) mod models {
         }
     }
 
+    thread_local! {
+        static REACHED: std::cell::RefCell<BTreeSet<&'static str>> =
+            const { std::cell::RefCell::new(BTreeSet::new()) };
+    }
+
+    /// Notes that a branch of a race ran (the code under test calls it, under the models only),
+    /// for [`Seen::saw_reached`]: some branches leave no trace in the results.
+    pub(crate) fn reached(what: &'static str) {
+        REACHED.with(|r| r.borrow_mut().insert(what));
+    }
+
     /// Outcomes seen over all the executions of one model, so that a model can check it reached
     /// the interleavings it is about (an assertion that never ran proves nothing).
     #[derive(Clone, Default)]
@@ -106,6 +122,13 @@ pub(crate) mod models {
         /// interleaving).
         pub(crate) fn saw(&self, what: &'static str) {
             self.0.lock().unwrap().insert(what);
+        }
+
+        /// Records the branches the code under test noted with [`reached`] since the last call
+        /// (in this model's executions: loom runs a model's threads on the test's own thread).
+        pub(crate) fn saw_reached(&self) {
+            let reached = REACHED.with(|r| std::mem::take(&mut *r.borrow_mut()));
+            self.0.lock().unwrap().extend(reached);
         }
 
         /// After the model: every outcome in `wanted` happened in some execution.

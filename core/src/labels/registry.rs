@@ -302,11 +302,12 @@ impl LabelRegistry {
     }
 
     /// Starts the group counters of a session with groupBy (`keys`, at most `max_groups` groups)
-    /// and puts every set in its group, `also` (sets of other registries counting into the same
-    /// groups: the isolate's unlabeled-samples set) included. Isolate thread, before the session's
-    /// first sample.
+    /// and projects every set, `also` (sets of other registries counting into the same groups:
+    /// the isolate's unlabeled-samples set) included. A projection's group is made at its first
+    /// charge (`group_counters`): sets merely alive from before take no group. Isolate thread,
+    /// before the session's first sample.
     pub fn start_grouping(&self, keys: Vec<String>, max_groups: usize, also: &[&LabelSet]) {
-        self.groups().start(keys, max_groups);
+        self.groups().start(keys, max_groups, self.max_sets());
         self.overflow.assign_group();
         for set in self.live_sets() {
             set.assign_group();

@@ -8,11 +8,10 @@ use super::*;
 use crate::sync::models::{model, Seen, SMALL};
 use loom::thread;
 
-/// The group counters the models' tables count into: made once, outside the models (the table
-/// is large for a loom thread's stack, and no session groups here, so it stays untouched).
+/// The group counters the models' tables count into (no session groups here, so they stay
+/// untouched): made in each execution, as loom's atomics must be.
 fn groups() -> Arc<GroupTable> {
-    static GROUPS: std::sync::OnceLock<Arc<GroupTable>> = std::sync::OnceLock::new();
-    Arc::clone(GROUPS.get_or_init(|| Arc::new(GroupTable::default())))
+    Arc::new(GroupTable::default())
 }
 
 /// (e) Two threads count into one set (+3 then -3 bytes; a sample and +5 bytes) while the
@@ -27,9 +26,8 @@ fn groups() -> Arc<GroupTable> {
 fn concurrent_counting_keeps_sums_exact_and_the_peak_reported() {
     let seen = Seen::default();
     let outcomes = seen.clone();
-    let groups = groups();
     model(Some(3), move |reader_first| {
-        let table = loom::sync::Arc::new(CounterTable::with_groups(Arc::clone(&groups)));
+        let table = loom::sync::Arc::new(CounterTable::with_groups(groups()));
         let set = loom::sync::Arc::new(table.claim(1));
         let read = {
             let table = loom::sync::Arc::clone(&table);
@@ -109,9 +107,8 @@ fn concurrent_counting_keeps_sums_exact_and_the_peak_reported() {
 /// that ends with an `Arc` leaked).
 #[test]
 fn a_chunk_outlives_its_table_while_a_set_holds_it() {
-    let groups = groups();
     model(SMALL, move |counting_first| {
-        let table = CounterTable::with_groups(Arc::clone(&groups));
+        let table = CounterTable::with_groups(groups());
         let kept = table.claim(0);
         let gone = table.claim(1);
         assert_eq!(loom::sync::Arc::strong_count(&kept.chunk), 3);
