@@ -9,7 +9,7 @@
 #                   benches of the Rust core (cargo bench), the other in-process benchmarks and the
 #                   HTTP overhead benchmark, on stock Node.js 22.22.2 and, when it has been built, the
 #                   patched (labeled) runtime; writes all of it to benchmark/results/<date>.md. Takes
-#                   about 45 minutes (half of it callgrind). Run it on an otherwise idle machine: the
+#                   about 40 minutes idle (half of it callgrind). Run it on an otherwise idle machine: the
 #                   numbers are ratios of runs side by side, but a busy machine still widens their
 #                   spread.
 #   --quick         a smoke run of everything (criterion in --test mode, tiny durations, times instead
