@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Runs the whole benchmark suite and writes the results as markdown.
+# Runs the whole benchmark suite and writes the results as markdown (`npm run bench`).
 #
-#   benchmark/run.sh [--quick] [--out FILE]
+#   benchmark/run.sh [--quick] [--targets-only] [--out FILE]
 #
-#   full (default)  criterion benches of the Rust core (cargo bench), the in-process benchmarks and
-#                   the HTTP overhead benchmark on stock Node.js 22.22.2 and, when it has been built,
-#                   the patched runtime; writes benchmark/results/<date>.md. Takes about 15 minutes.
-#                   Run it on an otherwise idle machine: the numbers are ratios of runs side by side,
-#                   but a busy machine still widens their spread.
-#   --quick         a smoke run of everything (criterion in --test mode, tiny durations): checks that
-#                   each benchmark runs, asserts nothing about timing; writes to $TMPDIR unless --out.
+#   full (default)  first the cost figures of issue 28 next to their anchors and targets
+#                   (benchmark/targets.js: start-up, label calls, memory per sample, reads, dump pause,
+#                   latency under scrapes), printed as one table on stdout; then the criterion
+#                   benches of the Rust core (cargo bench), the other in-process benchmarks and the
+#                   HTTP overhead benchmark, on stock Node.js 22.22.2 and, when it has been built, the
+#                   patched (labeled) runtime; writes all of it to benchmark/results/<date>.md. Takes
+#                   about 40 minutes idle (half of it callgrind). Run it on an otherwise idle machine: the
+#                   numbers are ratios of runs side by side, but a busy machine still widens their
+#                   spread.
+#   --quick         a smoke run of everything (criterion in --test mode, tiny durations, times instead
+#                   of callgrind): checks that each benchmark runs, asserts nothing about timing;
+#                   writes to $TMPDIR unless --out.
+#   --targets-only  the issue 28 table (and its benchmarks' sections) only.
 #
 # Needs: npm and cargo (the setup installs the stock runtimes and builds the addon), taskset for CPU
 # pinning of the HTTP benchmark (optional).
@@ -19,12 +25,14 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 
 quick=0
+targets_only=0
 out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
+    --targets-only) targets_only=1; shift ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) echo "benchmark/run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -89,6 +97,29 @@ trap 'rm -rf "$tmp"' EXIT
 
 status=0
 
+# The issue 28 table first: printed on stdout as soon as it is measured, and at the top of the
+# results. Its benchmarks' own sections (read-profile, memory-per-sample and dump-pause among them,
+# which the in-process section used to run again) come after the in-process section.
+log "issue 28 targets (benchmark/targets.js)"
+if ! "$stock_node" benchmark/targets.js --stock "$stock_node" ${patched_node:+--labeled "$patched_node"} "${quick_arg[@]}" \
+    --sections "$tmp/targets" > "$tmp/targets.md"; then
+  status=1
+fi
+cat "$tmp/targets.md"
+{
+  echo "## Measurements of the issue 28 table"
+  echo
+  for section in startup call-instructions new-sets memory-per-sample read-profile dump-pause scrape-latency; do
+    if [ -f "$tmp/targets/$section.md" ]; then cat "$tmp/targets/$section.md"; echo; else echo "**$section failed** (see the log)"; echo; fi
+  done
+} > "$tmp/targets-sections.md"
+
+if [ "$targets_only" = 1 ]; then
+  cat "$tmp/header.md" "$tmp/targets.md" "$tmp/targets-sections.md" > "$out"
+  log "results: $out"
+  exit $status
+fi
+
 log "criterion (cargo bench --manifest-path core/Cargo.toml)"
 {
   echo "## Rust core (criterion)"
@@ -148,9 +179,6 @@ for rt in "$stock_node" ${patched_node:+"$patched_node"}; do
     status=1
   fi
 done
-run_js read-profile benchmark/inprocess/read-profile.js "${runtime_args[@]}" "${quick_arg[@]}"
-run_js memory-per-sample benchmark/inprocess/memory-per-sample.js "${runtime_args[@]}" "${quick_arg[@]}"
-run_js dump-pause benchmark/inprocess/dump-pause.js "${runtime_args[@]}" "${quick_arg[@]}"
 run_js counters benchmark/inprocess/counters.js "${runtime_args[@]}" "${quick_arg[@]}"
 run_js group-stats benchmark/inprocess/group-stats.js "${runtime_args[@]}" "${quick_arg[@]}"
 
@@ -175,6 +203,6 @@ if [ "$quick" = 0 ] && [ -n "$patched_node" ] && command -v valgrind >/dev/null;
   fi
 fi
 
-cat "$tmp/header.md" "$tmp/criterion.md" "$tmp/inprocess.md" "$tmp/http.md" > "$out"
+cat "$tmp/header.md" "$tmp/targets.md" "$tmp/criterion.md" "$tmp/inprocess.md" "$tmp/targets-sections.md" "$tmp/http.md" > "$out"
 log "results: $out"
 exit $status

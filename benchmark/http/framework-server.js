@@ -6,7 +6,7 @@
 //
 //   node [--experimental-async-context-frame] benchmark/http/framework-server.js
 //        --framework express4|express5|fastify|koa --mode off|sampling|integration|automatic
-//        [--interval 524288] [--keep-collected] [--port 0]
+//        [--interval 524288] [--keep-collected] [--port 0] [--retain N] [--exit-on-listen]
 //
 // Modes:
 //   off          heap-labels is not loaded
@@ -17,12 +17,15 @@
 //                startAgent() start) started before the framework loads, with no call in the app
 // --keep-collected keeps the samples of collected objects (the include-collected flags): the profile
 // then holds what was allocated, not only what is alive, which is what the allocation benchmark
-// counts.
+// counts. --retain N keeps N small objects alive from the start (a heap for a profile read to copy:
+// benchmark/endpoint/scrape-latency.js). --exit-on-listen exits as soon as the server listens: the
+// start-up benchmark (benchmark/startup/startup.js) measures the app's start until then.
 //
 // Bench control, served ahead of the framework (the same string test on every request, in every
 // mode): GET /__bench/restart stops the profile and starts a new one with the same options (the
 // allocation benchmark's start of measurement, after the warm-up), GET /__bench/allocations reads
-// the profile and answers the bytes it holds grouped by who allocated them (allocationsByOwner).
+// the profile and answers the bytes it holds grouped by who allocated them (allocationsByOwner),
+// GET /__bench/retained how many objects --retain keeps.
 // Prints "LISTENING <port>" when ready.
 
 const http = require('node:http');
@@ -38,6 +41,8 @@ const framework = arg('framework');
 const mode = arg('mode', 'off');
 const interval = Number(arg('interval', 512 * 1024));
 const keepCollected = process.argv.includes('--keep-collected');
+const exitOnListen = process.argv.includes('--exit-on-listen');
+const retained = Array.from({ length: Number(arg('retain', 0)) }, (_, i) => ({ i, name: `object-${i}`, tags: [i] }));
 if (!FRAMEWORKS.includes(framework)) throw new Error(`--framework must be one of ${FRAMEWORKS.join(', ')}`);
 if (!['off', 'sampling', 'integration', 'automatic'].includes(mode)) throw new Error(`unknown --mode ${mode}`);
 
@@ -165,6 +170,8 @@ function bench(req, res) {
     profile.stop();
     profile = heapLabels.startHeapProfile(profileOptions);
     body = { restarted: true };
+  } else if (req.url === '/__bench/retained') {
+    body = { retained: retained.length }; // (also what keeps them alive: this listener lives)
   } else if (req.url === '/__bench/allocations' && profile) {
     const read = profile.getAllocationProfile();
     body = { framework, mode, node: process.version, capabilities: heapLabels.capabilities(), ...allocationsByOwner(read.head) };
@@ -181,6 +188,7 @@ builders[framework]().then((listener) => {
   server.on('request', (req, res) => (req.url.startsWith('/__bench/') ? bench(req, res) : listener(req, res)));
   server.listen(Number(arg('port', 0)), '127.0.0.1', () => {
     console.log(`LISTENING ${server.address().port}`);
+    if (exitOnListen) process.exit(0);
   });
 });
 

@@ -4,6 +4,7 @@
 //
 //   node benchmark/inprocess/call-instructions.js [--node /path/to/node] [--flags '--expose-gc ...']
 //        [--calls 100000] [--repeat 3] [--cases enterWith,set,run,with,new-set]
+//        [--counter callgrind|time] [--json FILE]
 //
 // Each case runs in a fresh process under `valgrind --tool=callgrind`, twice: with `calls` calls and
 // with a fifth of them, after the same warm-up (30,000 calls: optimized code in both). The difference
@@ -17,12 +18,14 @@
 //   new-set     withHeapProfileLabels({ id: '<n>' }, fn) with a label set never seen before (the
 //               first use of a new set: validation, interning, a holder; target: 3 us)
 // A profile session runs (sampleInterval 512 KiB) in the heap-labels cases, as in production.
-// Prints a markdown table.
+// Prints a markdown table; --json FILE also writes { counter, node, perCall: { case: figure } }.
+// --counter time (no valgrind: the smoke run of benchmark/run.sh --quick) times the measured calls
+// inside one process per case instead, with process.hrtime: nanoseconds per call, noise here.
 
 const { execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
+const { callgrindInstructions } = require('./common');
 
 const LIB = path.join(__dirname, '..', '..', 'lib');
 
@@ -31,8 +34,9 @@ function arg(name, fallback) {
   return i > 0 ? process.argv[i + 1] : fallback;
 }
 
-// The body of one case's process: `calls` calls after `warmup` calls.
-function program(kind, calls, warmup) {
+// The body of one case's process: `calls` calls after `warmup` calls. `timed`: the process prints
+// the nanoseconds the `calls` calls took.
+function program(kind, calls, warmup, timed = false) {
   return `
 const { AsyncLocalStorage } = require('node:async_hooks');
 const heap = require(${JSON.stringify(LIB)});
@@ -51,25 +55,23 @@ const cases = {
 };
 const call = cases[${JSON.stringify(kind)}];
 for (let i = 0; i < ${warmup}; i++) call();
+const t0 = process.hrtime.bigint();
 for (let i = 0; i < ${calls}; i++) call();
+const ns = process.hrtime.bigint() - t0;
 if (handle) handle.stop();
+if (${timed}) process.stdout.write(String(ns));
 `;
 }
 
 function instructions(node, flags, source) {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-calls-'));
-  try {
-    const out = path.join(dir, 'callgrind.out');
-    const r = spawnSync('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, node, ...flags, '-e', source], {
-      encoding: 'utf8',
-      env: { ...process.env, NODE_OPTIONS: '' },
-    });
-    const m = /Collected : (\d+)/.exec(r.stderr);
-    if (r.status !== 0 || !m) throw new Error(`callgrind run failed (${r.status}):\n${r.stderr.slice(-2000)}`);
-    return Number(m[1]);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
+  return callgrindInstructions(node, [...flags, '-e', source]);
+}
+
+// Nanoseconds of `calls` calls, timed inside one process (--counter time).
+function nanoseconds(node, flags, source) {
+  const r = spawnSync(node, [...flags, '-e', source], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '' } });
+  if (r.status !== 0) throw new Error(`run failed (${r.status}):\n${r.stderr.slice(-2000)}`);
+  return Number(r.stdout);
 }
 
 function main() {
@@ -78,7 +80,10 @@ function main() {
   const calls = Number(arg('calls', 100000));
   const cases = arg('cases', 'enterWith,set,run,with,new-set').split(',');
   const repeat = Number(arg('repeat', 3));
-  execFileSync('valgrind', ['--version']);
+  const counter = arg('counter', 'callgrind');
+  if (!['callgrind', 'time'].includes(counter)) throw new Error('--counter must be callgrind or time');
+  const unit = counter === 'callgrind' ? 'instructions' : 'ns';
+  if (counter === 'callgrind') execFileSync('valgrind', ['--version']);
   const small = Math.floor(calls / 5);
   const perCall = {};
   for (const kind of cases) {
@@ -86,20 +91,26 @@ function main() {
     // maxLabelSets bounds it; past that a call takes the overflow path, which is not this case).
     const n = kind === 'new-set' ? Math.min(calls, 5000) : calls;
     const few = kind === 'new-set' ? Math.floor(n / 5) : small;
-    const warmup = kind === 'new-set' ? 0 : 30000; // past the JIT tiers: optimized code in both runs
+    const warmup = kind === 'new-set' ? 0 : Math.min(30000, calls); // past the JIT tiers: optimized code in both runs
     const figures = [];
     for (let r = 0; r < repeat; r++) {
+      if (counter === 'time') {
+        figures.push(nanoseconds(node, flags, program(kind, n, warmup, true)) / n);
+        continue;
+      }
       const big = instructions(node, flags, program(kind, n, warmup));
       const little = instructions(node, flags, program(kind, few, warmup));
       figures.push((big - little) / (n - few));
     }
     figures.sort((a, b) => a - b);
     perCall[kind] = figures[Math.floor(figures.length / 2)];
-    console.error(`call-instructions: ${kind}: ${Math.round(perCall[kind])} instructions per call`);
+    console.error(`call-instructions: ${kind}: ${Math.round(perCall[kind])} ${unit} per call`);
   }
+  if (arg('json')) fs.writeFileSync(arg('json'), JSON.stringify({ counter, unit, node, flags, calls, repeat, perCall }, null, 2));
   const ratio = (a, b) => (perCall[a] !== undefined && perCall[b] !== undefined ? `${(perCall[a] / perCall[b]).toFixed(2)}x ${b}` : '');
-  console.log(`### Instructions per label call (callgrind, ${node} ${flags.join(' ')})\n`);
-  console.log('| call | instructions per call | against its anchor | target |');
+  const title = counter === 'callgrind' ? 'Instructions per label call (callgrind' : 'Nanoseconds per label call (timed in-process';
+  console.log(`### ${title}, ${node} ${flags.join(' ')})\n`);
+  console.log(`| call | ${unit} per call | against its anchor | target |`);
   console.log('| --- | --- | --- | --- |');
   const rows = [
     ['enterWith', 'als.enterWith(store)', '', ''],

@@ -5,6 +5,8 @@
 // machines and are printed for orientation only.
 
 const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 
 const root = path.resolve(__dirname, '..', '..');
@@ -56,6 +58,32 @@ function runChild(runtime, script, args = [], { extraFlags = [], env = {}, timeo
   }
   const lines = r.stdout.trim().split('\n');
   return JSON.parse(lines[lines.length - 1]);
+}
+
+// Instructions of one run of `node ...args` under callgrind (every thread of the process, start to
+// exit): deterministic where times on these machines are noise. NODE_OPTIONS is cleared unless
+// `env` sets it.
+function callgrindInstructions(node, args, { env = {}, cwd = root } = {}) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-callgrind-'));
+  try {
+    const out = path.join(dir, 'callgrind.out');
+    const r = spawnSync('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}`, node, ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '', ...env },
+      cwd,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+    const m = /Collected : (\d+)/.exec(r.stderr);
+    if (r.status !== 0 || !m) throw new Error(`callgrind run failed (${r.status ?? r.signal}):\n${r.stderr.slice(-2000)}`);
+    return Number(m[1]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// Whether valgrind runs here (callgrind measurements need it: Debian's valgrind package).
+function haveValgrind() {
+  return spawnSync('valgrind', ['--version'], { encoding: 'utf8' }).status === 0;
 }
 
 function quantile(values, q) {
@@ -120,6 +148,8 @@ module.exports = {
   parseArgs,
   runtimesFrom,
   runChild,
+  callgrindInstructions,
+  haveValgrind,
   quantile,
   median,
   spread,

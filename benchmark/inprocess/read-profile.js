@@ -1,7 +1,8 @@
 'use strict';
 // Reading a large profile: getAllocationProfile() + byLabel() + toPprof() for ~100k live samples
 // against Node's own sampling heap profile read through the inspector
-// (HeapProfiler.getSamplingProfile) for the same heap.
+// (HeapProfiler.getSamplingProfile) and against @datadog/pprof's read and encoding
+// (heap.profile() + encodeSync(): V8's profile to gzip'd pprof, no labels) for the same heap.
 //
 //   node benchmark/inprocess/read-profile.js [--runtime stock=/path/node --runtime patched=/path/node]
 //        [--quick] [--pairs 5] [--reads 5] [--samples 100000] [--interval 256] [--sets 100]
@@ -10,9 +11,11 @@
 // measurement is a child process (phase `ours` or `inspector`) that starts its profiler, builds the
 // same heap (objects from 8 allocation sites, spread over `sets` label sets: labels are captured on
 // a patched runtime only; many sets make the reads' label lookups show), runs a full GC and reads the profile `reads` times; the median read counts.
-// Phases alternate (ours, inspector, inspector, ours, ...) over `pairs` pairs. A runtime without the
-// inspector (the patched test build has none) runs `ours` only and is compared with the inspector
-// phase of the first runtime that has one, pair by pair.
+// Phases alternate (ours, inspector, datadog, datadog, inspector, ours, ...) over `pairs` pairs. A
+// runtime without the inspector (the patched test build has none) runs `ours` only and is compared
+// with the inspector phase of the first runtime that has one, pair by pair. The datadog phase runs
+// on the runtimes where @datadog/pprof loads (a devDependency); --json FILE writes every phase's
+// figures, and whether @datadog/pprof loaded, per runtime.
 
 const { spawnSync } = require('node:child_process');
 
@@ -132,6 +135,41 @@ async function childInspector(args) {
   };
 }
 
+async function childDatadog(args) {
+  const { heap, encodeSync } = require('@datadog/pprof');
+  const interval = Number(args.interval);
+  const reads = Number(args.reads);
+  heap.start(interval, 64);
+  const kept = buildHeap(Number(args.samples) * interval, false, Number(args.sets));
+  const t = { profile: [], encode: [] };
+  let samples = 0;
+  let pprofBytes = 0;
+  for (let r = 0; r < reads; r++) {
+    await forceGc();
+    let profile;
+    t.profile.push(c.timeMs(() => (profile = heap.profile())));
+    let pprof;
+    t.encode.push(c.timeMs(() => (pprof = encodeSync(profile))));
+    samples = profile.sample.length;
+    pprofBytes = pprof.length;
+  }
+  heap.stop();
+  return {
+    phase: 'datadog',
+    samples,
+    pprofBytes,
+    kept: kept.length,
+    ms: Object.fromEntries(Object.entries(t).map(([k, v]) => [k, c.median(v)])),
+  };
+}
+
+// Whether @datadog/pprof loads on `rt` (true), or why not.
+function datadogLoads(rt) {
+  const r = spawnSync(rt.node, [...rt.flags, '-e', "require('@datadog/pprof').heap"], { encoding: 'utf8', cwd: c.root });
+  if (r.status === 0) return true;
+  return (r.stderr.split('\n').find((l) => /Error|Cannot/.test(l)) ?? `exit ${r.status}`).trim();
+}
+
 function parent(args) {
   const quick = Boolean(args.quick);
   const pairs = Number(args.pairs || (quick ? 1 : 5));
@@ -150,13 +188,17 @@ function parent(args) {
       return [rt.name, r.stdout.trim() === 'true'];
     }),
   );
+  const datadog = Object.fromEntries(runtimes.map((rt) => [rt.name, datadogLoads(rt)]));
   const ref = runtimes.find((rt) => features[rt.name]);
-  const res = Object.fromEntries(runtimes.map((rt) => [rt.name, { ours: [], inspector: [] }]));
+  const res = Object.fromEntries(
+    runtimes.map((rt) => [rt.name, { ours: [], inspector: [], datadog: [], datadogProblem: datadog[rt.name] === true ? null : datadog[rt.name] }]),
+  );
   for (let p = 0; p < pairs; p++) {
     const jobs = [];
     for (const rt of runtimes) {
       jobs.push([rt, 'ours']);
       if (features[rt.name]) jobs.push([rt, 'inspector']);
+      if (datadog[rt.name] === true) jobs.push([rt, 'datadog']);
     }
     if (p % 2 === 1) jobs.reverse();
     for (const [rt, phase] of jobs) {
@@ -166,7 +208,7 @@ function parent(args) {
   }
 
   const out = [];
-  out.push('### Reading a profile of ~100k live samples: heap-labels vs the inspector');
+  out.push('### Reading a profile of ~100k live samples: heap-labels vs the inspector and @datadog/pprof');
   out.push('');
   out.push(
     `sampleInterval ${interval} B, ~${samples} live samples from 8 stacks and ${sets} label sets; ` +
@@ -180,6 +222,8 @@ function parent(args) {
     const insp = (features[rt.name] ? res[rt.name] : ref ? res[ref.name] : { inspector: [] }).inspector;
     const total = ours.map((o) => o.ms.get + o.ms.byLabel + o.ms.toPprof);
     const ratioTo = insp.length ? c.fmtRatio(total.map((x, i) => x / insp[i].ms.get)) : 'n/a (no inspector)';
+    const dd = res[rt.name].datadog;
+    const ddTotal = dd.map((o) => o.ms.profile + o.ms.encode);
     rows.push([
       `${rt.name} (${rt.version})`,
       `${Math.round(c.median(ours.map((o) => o.samples)))} (${Math.round(c.median(ours.map((o) => o.labeled)))} labeled)`,
@@ -192,6 +236,8 @@ function parent(args) {
         ? `${c.fmtValue(insp.map((o) => o.ms.get), 1, 'ms')}${features[rt.name] ? '' : ` (${ref.name})`}`
         : 'n/a',
       ratioTo,
+      dd.length ? c.fmtValue(ddTotal, 1, 'ms') : `n/a (${res[rt.name].datadogProblem})`,
+      dd.length ? c.fmtRatio(total.map((x, i) => x / ddTotal[i])) : 'n/a',
     ]);
   }
   out.push(
@@ -206,6 +252,8 @@ function parent(args) {
         'toHeapProfile',
         'inspector getSamplingProfile',
         'ours vs inspector',
+        '@datadog/pprof profile()+encodeSync()',
+        'ours vs @datadog/pprof',
       ],
       rows,
     ),
@@ -228,8 +276,9 @@ module.exports = { buildHeap, forceGc };
 
 if (require.main === module) {
   const args = c.parseArgs(process.argv.slice(2), { flags: ['quick'], repeatable: ['runtime'] });
-  if (args.child === 'ours' || args.child === 'inspector') {
-    (args.child === 'ours' ? childOurs(args) : childInspector(args)).then((r) => console.log(JSON.stringify(r)));
+  const children = { ours: childOurs, inspector: childInspector, datadog: childDatadog };
+  if (args.child !== undefined) {
+    children[args.child](args).then((r) => console.log(JSON.stringify(r)));
   } else {
     const { markdown, results } = parent(args);
     if (args.json) require('node:fs').writeFileSync(args.json, JSON.stringify(results, null, 2));

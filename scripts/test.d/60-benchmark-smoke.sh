@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Smoke run of the whole benchmark suite (benchmark/run.sh --quick): every benchmark starts, runs
+# Smoke run of the whole benchmark suite (benchmark/run.sh --quick, `npm run bench -- --quick`: the
+# issue 28 table first, timed instead of callgrind): every benchmark starts, runs
 # briefly and reports. It asserts nothing about timing: numbers from a CI run are not measurements.
 set -uo pipefail
 cd "${REPO:?run through scripts/test.sh}"
