@@ -6,8 +6,8 @@
 //! groups, same rules) merge into a prefix tree rooted at the objects, like DevTools' Retainers
 //! view: first the object's class, then its first retainer, that one's, and so on, each step
 //! weighted by the sample's estimated bytes. Runs of V8-internal nodes (hidden, array, code and
-//! shape nodes: `system / OrderedHashMap`, `(object elements)`) are one step. The tree is cut to
-//! what holds most of the group's bytes: [`Limits`].
+//! shape nodes, such as a Map's hash table; not `system / Context`, whose edges are variables) are
+//! one step. The tree is cut to what holds most of the group's bytes: [`Limits`].
 //!
 //! Memory: the trees have at most one node per sample and step, and the call's tables are dropped
 //! with it.
@@ -452,6 +452,9 @@ impl<'a> Class<'a> {
             (NodeType::Closure, "") => "(anonymous)()".into(),
             (NodeType::Closure, name) => format!("{name}()").into(),
             (NodeType::Synthetic, "") => "(root)".into(),
+            // V8 leaves backing stores (FixedArray and the like: a Map's hash table) unnamed;
+            // DevTools' name for them.
+            (NodeType::Array, "") => "(internal array)".into(),
             (_, "") => "(no name)".into(),
             (_, name) => name.into(),
         }
@@ -875,12 +878,8 @@ mod tests {
             NodeType::Object,
             "Map",
         );
-        let table = g.node(
-            map,
-            (EdgeType::Internal, "table"),
-            NodeType::Array,
-            "system / OrderedHashMap",
-        );
+        // V8 names no FixedArray: the table is an unnamed array node.
+        let table = g.node(map, (EdgeType::Internal, "table"), NodeType::Array, "");
         entries
             .iter()
             .map(|i| g.node(table, (EdgeType::Internal, i), NodeType::Object, "Object"))
@@ -923,7 +922,7 @@ mod tests {
         );
         let object = &group.paths[1];
         // Three slots of one table: one step, several indices.
-        assert_eq!(texts(&object.children), ["[*] in system / OrderedHashMap"]);
+        assert_eq!(texts(&object.children), ["[*] in (internal array)"]);
         let slot = &object.children[0];
         assert!(slot.internal);
         assert_eq!(slot.edge_type, Some("internal"));
@@ -931,7 +930,7 @@ mod tests {
         // The string's chain: body in Object, then the one slot it went through.
         assert_eq!(
             texts(&string.children[0].children),
-            ["[3] in system / OrderedHashMap"]
+            ["[3] in (internal array)"]
         );
         let mut chain = vec![];
         let mut at = &slot.children;
