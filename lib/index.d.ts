@@ -260,8 +260,9 @@ export interface RetainerGroup {
   unmatchedSamples: number;
   /**
    * The tree: the objects' classes first, under each its retainers, nearest first (DevTools'
-   * Retainers view). At most 12 retainer steps deep and 8 children per node; children under 1 %
-   * of the group's bytes and those beyond the 8 largest are one `(other)` node.
+   * Retainers view). At most 12 retainer steps deep (a step repeated right away counts once) and
+   * 8 children per node; children under 1 % of the group's bytes and those beyond the 8 largest
+   * are one `(other)` node, under which their retainers go on, merged.
    */
   paths: RetainerPath[];
   /** The group's largest allocation sites (leaf frames). */
@@ -295,7 +296,12 @@ export interface RetainerPath {
   share: number;
   /** Some chains go on beyond the depth limit. */
   deeper?: true;
-  /** 'other': how many nodes it merges. */
+  /**
+   * The fewest and most times in a row the chains took this step (a linked list's
+   * `next in Link`), when more than once; the text shows `×3` or `×3-30`.
+   */
+  repeat?: [number, number];
+  /** 'other': how many steps it merges; its children are theirs, merged by step. */
   merged?: number;
   children: RetainerPath[];
 }

@@ -320,7 +320,12 @@ pub struct PathNode {
     /// Some chains go on beyond the depth limit.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub deeper: bool,
-    /// Other: how many steps it merges.
+    /// Retainer: the fewest and most times in a row the chains took this step (a linked list's
+    /// `next in Link`), when more than once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<[u32; 2]>,
+    /// Other: how many steps it merges. Its children are what those lead to, merged by step (when
+    /// that is an `(other)` again, what that one leads to, and so on).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merged: Option<usize>,
     pub children: Vec<PathNode>,
@@ -502,11 +507,25 @@ enum StepKey<'a> {
     Truncated,
 }
 
-/// One step of a sample's chain: its key and, for an index edge, the index.
+/// One step of a sample's chain: its key, the index of an index edge (`mixed` when a repeated
+/// step's edges had several), and how many times in a row the chain took it.
 #[derive(Debug, Clone, Copy)]
 struct Step<'a> {
     key: StepKey<'a>,
     index: Option<u64>,
+    mixed: bool,
+    repeat: u32,
+}
+
+impl<'a> Step<'a> {
+    fn new(key: StepKey<'a>, index: Option<u64>) -> Self {
+        Step {
+            key,
+            index,
+            mixed: false,
+            repeat: 1,
+        }
+    }
 }
 
 fn is_node(parent: u32, nodes: &[ChainNode]) -> bool {
@@ -514,7 +533,9 @@ fn is_node(parent: u32, nodes: &[ChainNode]) -> bool {
 }
 
 /// The steps of the chain of `object` into `steps`: its class, then at most `max_depth` retainer
-/// steps up to (not including) the snapshot's root. True when the chain goes on beyond them.
+/// steps up to (not including) the snapshot's root. The same retainer step taken again right away
+/// (a linked list's `next in Link`, a rope's `first in (concatenated string)`) counts as one,
+/// repeated. True when the chain goes on beyond them.
 fn chain_steps<'a>(
     nodes: &'a [ChainNode],
     object: u32,
@@ -523,11 +544,8 @@ fn chain_steps<'a>(
 ) -> bool {
     steps.clear();
     let mut at = &nodes[object as usize];
-    steps.push(Step {
-        key: StepKey::Object(Class::of(at)),
-        index: None,
-    });
-    while steps.len() <= max_depth {
+    steps.push(Step::new(StepKey::Object(Class::of(at)), None));
+    loop {
         let key = match at.parent {
             PARENT_ROOT => return false,
             PARENT_UNREACHED => StepKey::Unreachable,
@@ -539,26 +557,34 @@ fn chain_steps<'a>(
                     return false;
                 }
                 let (last, internal) = internal_run(nodes, retainer);
-                steps.push(Step {
-                    key: StepKey::Retainer {
+                let step = Step::new(
+                    StepKey::Retainer {
                         edge: edge_of(at),
                         retainer: Class::of(retainer),
                         through: (!std::ptr::eq(last, retainer)).then(|| Class::of(last)),
                         internal,
                     },
-                    index: index_of(at),
-                });
+                    index_of(at),
+                );
+                let previous = steps.last_mut().filter(|p| p.key == step.key);
+                if let Some(previous) = previous {
+                    previous.repeat = previous.repeat.saturating_add(1);
+                    previous.mixed |= previous.index != step.index;
+                } else if steps.len() > max_depth {
+                    return true;
+                } else {
+                    steps.push(step);
+                }
                 at = last;
                 continue;
             }
         };
-        steps.push(Step { key, index: None });
+        if steps.len() > max_depth {
+            return true;
+        }
+        steps.push(Step::new(key, None));
         return false;
     }
-    // A step remains when `at` has a retainer other than the root.
-    is_node(at.parent, nodes) && nodes[at.parent as usize].parent != PARENT_ROOT
-        || at.parent == PARENT_UNREACHED
-        || at.parent == PARENT_TRUNCATED
 }
 
 /// The last node of the run of V8-internal nodes that starts at `first` (`first` itself when it is
@@ -582,7 +608,7 @@ fn internal_run<'a>(nodes: &'a [ChainNode], first: &'a ChainNode) -> (&'a ChainN
 #[derive(Default)]
 struct Tree<'a> {
     nodes: Vec<TreeNode<'a>>,
-    /// (parent index or `usize::MAX` for the top level, key) -> node index.
+    /// (parent index or `TOP` for the top level, key) -> node index.
     index: FxHashMap<(usize, StepKey<'a>), usize>,
 }
 
@@ -595,6 +621,8 @@ struct TreeNode<'a> {
     /// The first index its edges had, and whether they had several.
     index: Option<u64>,
     mixed: bool,
+    /// The fewest and most times in a row its chains took the step.
+    repeat: (u32, u32),
 }
 
 const TOP: usize = usize::MAX;
@@ -614,12 +642,17 @@ impl<'a> Tree<'a> {
                     deeper: false,
                     index: step.index,
                     mixed: false,
+                    repeat: (step.repeat, step.repeat),
                 });
             }
             let node = &mut self.nodes[at];
             node.bytes += bytes;
             node.samples += 1;
-            node.mixed |= node.index != step.index;
+            node.mixed |= step.mixed || node.index != step.index;
+            node.repeat = (
+                node.repeat.0.min(step.repeat),
+                node.repeat.1.max(step.repeat),
+            );
             parent = at;
         }
         if deeper && parent != TOP {
@@ -637,58 +670,114 @@ impl<'a> Tree<'a> {
                 p => children[p].push(i),
             }
         }
-        self.cut_level(top, &children, total, limits)
+        let cut = Cut {
+            tree: self,
+            children,
+            total,
+            limits,
+        };
+        cut.level(&top)
+    }
+}
+
+/// The cut of one tree. A shown step may stand for several tree nodes of one key: the children
+/// merged into `(other)` keep their own retainers, merged by key below it, so chains that part
+/// near the objects and meet further up (many properties of one record, held by one Map) still
+/// show where they meet.
+struct Cut<'t, 'a> {
+    tree: &'t Tree<'a>,
+    children: Vec<Vec<usize>>,
+    total: f64,
+    limits: &'t Limits,
+}
+
+impl Cut<'_, '_> {
+    fn share(&self, bytes: f64) -> f64 {
+        if self.total > 0.0 {
+            bytes / self.total
+        } else {
+            0.0
+        }
     }
 
-    fn cut_level(
-        &self,
-        mut level: Vec<usize>,
-        children: &[Vec<usize>],
-        total: f64,
-        limits: &Limits,
-    ) -> Vec<PathNode> {
-        level.sort_by(|&a, &b| {
-            self.nodes[b]
-                .bytes
-                .total_cmp(&self.nodes[a].bytes)
-                .then(a.cmp(&b))
-        });
-        let share = |bytes: f64| if total > 0.0 { bytes / total } else { 0.0 };
+    /// The steps below the tree nodes `parents` (the top level for the roots): their children
+    /// merged by key, largest first, cut.
+    fn level(&self, members: &[usize]) -> Vec<PathNode> {
+        let nodes = &self.tree.nodes;
+        let mut by_key: FxHashMap<StepKey<'_>, usize> = FxHashMap::default();
+        let mut groups: Vec<(f64, Vec<usize>)> = Vec::new();
+        for &i in members {
+            let g = *by_key.entry(nodes[i].key).or_insert_with(|| {
+                groups.push((0.0, Vec::new()));
+                groups.len() - 1
+            });
+            groups[g].0 += nodes[i].bytes;
+            groups[g].1.push(i);
+        }
+        groups.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1[0].cmp(&b.1[0])));
         let mut out = Vec::new();
-        let mut other: Option<PathNode> = None;
-        for (rank, &i) in level.iter().enumerate() {
-            let node = &self.nodes[i];
-            if rank < limits.max_children && share(node.bytes) >= limits.min_share {
-                let mut path = self.path_node(i, share(node.bytes));
-                path.children = self.cut_level(children[i].clone(), children, total, limits);
+        let mut other: Vec<usize> = Vec::new();
+        let mut merged = 0;
+        for (rank, (bytes, group)) in groups.into_iter().enumerate() {
+            if rank < self.limits.max_children && self.share(bytes) >= self.limits.min_share {
+                let mut path = self.path_node(&group);
+                path.children = self.level(&self.children_of(&group));
                 out.push(path);
-                continue;
+            } else {
+                merged += 1;
+                other.extend(group);
             }
-            let merged = other.get_or_insert_with(|| PathNode {
+        }
+        if !other.is_empty() {
+            let bytes: f64 = other.iter().map(|&i| nodes[i].bytes).sum();
+            let mut children = self.level(&self.children_of(&other));
+            // An `(other)` whose steps lead to an `(other)` again shows where those lead.
+            if let [only] = children.as_mut_slice() {
+                if only.kind == StepKind::Other {
+                    children = std::mem::take(&mut only.children);
+                }
+            }
+            out.push(PathNode {
                 kind: StepKind::Other,
                 text: "(other)".into(),
-                merged: Some(0),
+                merged: Some(merged),
+                bytes,
+                samples: other.iter().map(|&i| nodes[i].samples).sum(),
+                share: self.share(bytes),
+                deeper: other.iter().any(|&i| nodes[i].deeper),
+                children,
                 ..PathNode::empty()
             });
-            merged.bytes += node.bytes;
-            merged.samples += node.samples;
-            merged.share = share(merged.bytes);
-            merged.merged = merged.merged.map(|n| n + 1);
         }
-        out.extend(other);
         out
     }
 
-    fn path_node(&self, i: usize, share: f64) -> PathNode {
-        let node = &self.nodes[i];
+    fn children_of(&self, group: &[usize]) -> Vec<usize> {
+        group
+            .iter()
+            .flat_map(|&i| self.children[i].iter().copied())
+            .collect()
+    }
+
+    /// The output step of tree nodes that share one key.
+    fn path_node(&self, group: &[usize]) -> PathNode {
+        let nodes = &self.tree.nodes;
+        let first = &nodes[group[0]];
+        let bytes: f64 = group.iter().map(|&i| nodes[i].bytes).sum();
+        let repeat = group.iter().fold((u32::MAX, 0), |(lo, hi), &i| {
+            (lo.min(nodes[i].repeat.0), hi.max(nodes[i].repeat.1))
+        });
+        let mixed = group
+            .iter()
+            .any(|&i| nodes[i].mixed || nodes[i].index != first.index);
         let mut path = PathNode {
-            bytes: node.bytes,
-            samples: node.samples,
-            share,
-            deeper: node.deeper,
+            bytes,
+            samples: group.iter().map(|&i| nodes[i].samples).sum(),
+            share: self.share(bytes),
+            deeper: group.iter().any(|&i| nodes[i].deeper),
             ..PathNode::empty()
         };
-        match node.key {
+        match first.key {
             StepKey::Object(class) => {
                 path.kind = StepKind::Object;
                 path.text = class.text().into_owned();
@@ -702,8 +791,8 @@ impl<'a> Tree<'a> {
                 internal,
             } => {
                 let edge_text = match edge {
-                    Edge::Index(_) if node.mixed => "[*]".to_owned(),
-                    Edge::Index(_) => format!("[{}]", node.index.unwrap_or(0)),
+                    Edge::Index(_) if mixed => "[*]".to_owned(),
+                    Edge::Index(_) => format!("[{}]", first.index.unwrap_or(0)),
                     Edge::Name(_, "") => "(unnamed)".to_owned(),
                     Edge::Name(_, name) => name.to_owned(),
                 };
@@ -719,6 +808,16 @@ impl<'a> Tree<'a> {
                 if let Some(last) = &path.through {
                     let _ = write!(text, " \u{2026} {last}");
                 }
+                match repeat {
+                    (_, 1) => {}
+                    (lo, hi) if lo == hi => {
+                        let _ = write!(text, " \u{d7}{hi}");
+                    }
+                    (lo, hi) => {
+                        let _ = write!(text, " \u{d7}{lo}-{hi}");
+                    }
+                }
+                path.repeat = (repeat.1 > 1).then_some([repeat.0, repeat.1]);
                 path.text = text;
                 path.edge = Some(edge_text);
                 path.edge_type = Some(edge_type.name());
@@ -751,6 +850,7 @@ impl PathNode {
             samples: 0,
             share: 0.0,
             deeper: false,
+            repeat: None,
             merged: None,
             children: Vec::new(),
         }
@@ -1068,18 +1168,34 @@ mod tests {
     fn the_tree_is_cut_by_depth_children_and_share() {
         let mut g = Graph::default();
         let root = g.node(PARENT_ROOT, NONE, NodeType::Synthetic, "");
-        // A linked list 20 deep: the depth limit stops it, and says so.
+        // A chain of 20 different steps: the depth limit stops it, and says so.
         let mut at = g.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global");
-        for _ in 0..20 {
-            at = g.node(at, (EdgeType::Property, "next"), NodeType::Object, "Link");
+        for i in 0..20 {
+            at = g.node(
+                at,
+                (EdgeType::Property, &format!("p{i}")),
+                NodeType::Object,
+                "Link",
+            );
         }
         let deep = at;
-        // Ten holders of one object each, of decreasing size.
+        // Ten holders of one object each, of decreasing size, all in one registry.
+        let global = g.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global");
+        let registry = g.node(
+            global,
+            (EdgeType::Property, "registry"),
+            NodeType::Object,
+            "Registry",
+        );
         let holders: Vec<u32> = (0..10)
             .map(|i| {
                 let name = format!("holder{i}");
-                let h = g.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global");
-                g.node(h, (EdgeType::Property, &name), NodeType::Object, "Item")
+                g.node(
+                    registry,
+                    (EdgeType::Property, &name),
+                    NodeType::Object,
+                    "Item",
+                )
             })
             .collect();
         let mut sample_nodes = vec![deep];
@@ -1103,7 +1219,7 @@ mod tests {
         let mut depth = 0;
         let mut node = &group.paths[0];
         while let [child] = node.children.as_slice() {
-            assert_eq!(child.text, "next in Link");
+            assert_eq!(child.text, format!("p{} in Link", 19 - depth));
             node = child;
             depth += 1;
         }
@@ -1116,14 +1232,18 @@ mod tests {
         assert_eq!(
             texts(&items.children),
             [
-                "holder0 in global",
-                "holder1 in global",
-                "holder2 in global",
+                "holder0 in Registry",
+                "holder1 in Registry",
+                "holder2 in Registry",
                 "(other)"
             ]
         );
         let other = &items.children[3];
         assert_eq!(other.merged, Some(7));
+        // What the merged steps lead to is kept, merged by step: all seven meet in the registry.
+        assert_eq!(texts(&other.children), ["registry in global"]);
+        assert_eq!(other.children[0].bytes, other.bytes);
+        assert_eq!(other.children[0].samples, 7);
         assert_eq!(
             other.bytes,
             (3..10).map(|i| 100.0 - i as f64 * 10.0 + 1.0).sum::<f64>()
@@ -1156,9 +1276,85 @@ mod tests {
         );
         assert_eq!(
             texts(&strict.groups[0].paths[1].children),
-            ["holder0 in global", "(other)"],
+            ["holder0 in Registry", "(other)"],
             "children under the share go to (other)"
         );
+    }
+
+    #[test]
+    fn an_other_leads_to_where_its_steps_meet() {
+        let mut g = Graph::default();
+        let root = g.node(PARENT_ROOT, NONE, NodeType::Synthetic, "");
+        let global = g.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global");
+        let registry = g.node(
+            global,
+            (EdgeType::Property, "registry"),
+            NodeType::Object,
+            "Registry",
+        );
+        let items: Vec<u32> = (0..10)
+            .map(|i| {
+                let boxed = g.node(
+                    registry,
+                    (EdgeType::Property, &format!("box{i}")),
+                    NodeType::Object,
+                    &format!("Box{i}"),
+                );
+                g.node(
+                    boxed,
+                    (EdgeType::Property, &format!("item{i}")),
+                    NodeType::Object,
+                    "Item",
+                )
+            })
+            .collect();
+        let chains = Chains {
+            nodes: g.nodes,
+            sample_nodes: items,
+        };
+        let p = profile((0..10).map(|_| (10, None)).collect());
+        let limits = Limits {
+            min_share: 0.5,
+            ..Limits::default()
+        };
+        let item = &by_label(&p, &chains, None, &limits).groups[0].paths[0];
+        // Ten ways of 10 % each: one (other), whose steps lead to ten more of 10 % (an (other)
+        // again, skipped), which meet in the registry.
+        assert_eq!(texts(&item.children), ["(other)"]);
+        assert_eq!(item.children[0].merged, Some(10));
+        assert_eq!(texts(&item.children[0].children), ["registry in global"]);
+        assert_eq!(item.children[0].children[0].share, 1.0);
+    }
+
+    #[test]
+    fn a_step_taken_again_right_away_is_one_step_repeated() {
+        let mut g = Graph::default();
+        let root = g.node(PARENT_ROOT, NONE, NodeType::Synthetic, "");
+        let global = g.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global");
+        let list = |g: &mut Graph, name: &str, links: usize| {
+            let mut at = g.node(global, (EdgeType::Property, name), NodeType::Object, "Link");
+            for _ in 0..links {
+                at = g.node(at, (EdgeType::Property, "next"), NodeType::Object, "Link");
+            }
+            at
+        };
+        let (short, long) = (list(&mut g, "head", 3), list(&mut g, "head", 30));
+        let chains = Chains {
+            nodes: g.nodes,
+            sample_nodes: vec![short, long],
+        };
+        let r = by_label(
+            &profile(vec![(10, None), (10, None)]),
+            &chains,
+            None,
+            &Limits::default(),
+        );
+        let link = &r.groups[0].paths[0];
+        assert_eq!(texts(&link.children), ["next in Link \u{d7}3-30"]);
+        let next = &link.children[0];
+        assert_eq!(next.repeat, Some([3, 30]));
+        assert!(!next.deeper, "repeats use no depth");
+        assert_eq!(texts(&next.children), ["head in global"]);
     }
 
     #[test]
