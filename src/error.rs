@@ -42,7 +42,8 @@ pub enum Error {
     Unsupported(String),
     /// V8 holds heap snapshots already: a second one at the same time would double the memory.
     #[error(
-        "heap-labels: retainers: another heap snapshot is in progress (V8 holds {0}:          v8.getHeapSnapshot() still streaming, or the inspector's); try again when it is done"
+        "heap-labels: retainers: another heap snapshot is in progress (V8 holds {0}: \
+         v8.getHeapSnapshot() still streaming, or the inspector's); try again when it is done"
     )]
     SnapshotBusy(i32),
     /// Too little memory for a heap snapshot (see `retainers::check_room`).

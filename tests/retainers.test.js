@@ -243,3 +243,28 @@ test('an event listener\'s closure that keeps /subscribe\'s buffers holds >= 90 
   assert.ok(!churn || bytesUnder(churn.paths, (p) => p.name === 'onMessage()') === 0, 'nothing of /churn under the listener');
   console.log(`listener: ${JSON.stringify({ snapshot: out.result.snapshot, wallMs: out.wallMs, maxRssKiB: [out.before.maxRssKiB, out.after.maxRssKiB] })}`);
 });
+
+function runRefusal(scenario, nodeArgs = []) {
+  const result = spawnSync(labeled.node, [...nodeArgs, path.join(__dirname, 'fixtures', 'retainer-refusals.js'), scenario], {
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '' },
+    timeout: 120_000,
+  });
+  assert.equal(result.status, 0, `${scenario} failed:\n${result.stderr}`);
+  return JSON.parse(result.stdout.trim().split('\n').pop());
+}
+
+test('while another heap snapshot is held, retainers refuses; once it is done, it answers', { skip: labeled.skip }, () => {
+  const out = runRefusal('busy');
+  assert.equal(out.refused?.code, 'ERR_HEAP_LABELS_SNAPSHOT_BUSY', JSON.stringify(out));
+  assert.match(out.refused.message, /another heap snapshot is in progress \(V8 holds 1: v8\.getHeapSnapshot\(\) still streaming/);
+  assert.equal(out.after, null, JSON.stringify(out.after));
+});
+
+test('with less than the used heap free below the heap limit, retainers refuses before the snapshot', { skip: labeled.skip }, () => {
+  const out = runRefusal('no-room', ['--max-old-space-size=64', '--expose-gc']);
+  assert.ok(out.used > out.limit / 2, JSON.stringify(out));
+  assert.equal(out.refused?.code, 'ERR_HEAP_LABELS_NO_ROOM', JSON.stringify(out));
+  assert.match(out.refused.message, /a heap snapshot needs about the used heap again \(\d+\.\d MiB\), and only \d+\.\d MiB are left below the heap limit/);
+  assert.equal(out.after, null, `after a GC it fits: ${JSON.stringify(out.after)}`);
+});
