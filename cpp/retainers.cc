@@ -8,6 +8,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <v8-profiler.h>
 
 #include "heap-labels/src/bridge.rs.h"
@@ -20,7 +24,7 @@ namespace {
 
 // Raw steps copied per chain: the core shows 12 steps from the object, with
 // runs of V8-internal nodes as one step, so this leaves room for such runs.
-constexpr int kMaxChainSteps = 64;
+constexpr std::size_t kMaxChainSteps = 64;
 // Longest node or edge name copied, in bytes of UTF-8.
 constexpr int kMaxNameBytes = 256;
 constexpr uint32_t kNoIndex = UINT32_MAX;
@@ -241,10 +245,12 @@ void CopyChains(v8::Isolate* isolate, const RetainerTree& tree,
 
 }  // namespace
 
-bool ReadRetainers(v8::Isolate* isolate, uintptr_t unlabeled_word,
-                   RawRetainers* out) {
+namespace {
+
+// Everything that needs the snapshot, which is deleted when this returns.
+bool JoinSnapshot(v8::Isolate* isolate, uintptr_t unlabeled_word,
+                  RawRetainers* out) {
   const PatchedApi& api = GetPatchedApi();
-  if (!api.retainers_ready) throw std::runtime_error(api.retainers_reason);
   v8::HandleScope scope(isolate);
   Clock::time_point start = Clock::now();
   // First the snapshot: it gives objects their ids and makes V8 follow them
@@ -273,6 +279,26 @@ bool ReadRetainers(v8::Isolate* isolate, uintptr_t unlabeled_word,
   }
   out->walk_ms = MillisecondsSince(start);
   return true;
+}
+
+// The snapshot took several times the used heap from malloc, now free:
+// glibc keeps freed pages in its arenas (the process's RSS would stay at the
+// snapshot's peak) unless asked to give them back.
+void ReleaseFreedMemory() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+}  // namespace
+
+bool ReadRetainers(v8::Isolate* isolate, uintptr_t unlabeled_word,
+                   RawRetainers* out) {
+  const PatchedApi& api = GetPatchedApi();
+  if (!api.retainers_ready) throw std::runtime_error(api.retainers_reason);
+  const bool read = JoinSnapshot(isolate, unlabeled_word, out);
+  ReleaseFreedMemory();
+  return read;
 }
 
 }  // namespace heap_labels

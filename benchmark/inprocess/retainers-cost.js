@@ -9,7 +9,8 @@
 // One child process per heap size: a session at `interval` (the production default), then
 // `heap-mib` MiB of live objects in four routes' Maps (records of a few small objects and a string
 // each, labeled by route), then one retainers('route') call. Per call: the pause (the result's
-// pauseMs, and its parts), the snapshot's nodes, the peak RSS growth over the call (maxRSS after
+// pauseMs, and its parts; the CPU time the process spent in it, which a busy machine does not
+// inflate), the snapshot's nodes, the peak RSS growth over the call (maxRSS after
 // minus before: the snapshot, its walk and the answer) and the RSS left after it. --reference also
 // measures, in a process of its own on the same heap, v8.writeHeapSnapshot(os.devNull): what a
 // plain heap snapshot costs.
@@ -36,15 +37,21 @@ function child(args) {
   const used = v8.getHeapStatistics().used_heap_size;
   const before = process.resourceUsage().maxRSS * 1024;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
+  const cpuMs = () => {
+    const { user, system } = process.cpuUsage(cpu0);
+    return (user + system) / 1000;
+  };
   if (args.reference) {
     v8.writeHeapSnapshot(require('node:os').devNull);
     const wallMs = performance.now() - t0;
     const peakGrowth = process.resourceUsage().maxRSS * 1024 - before;
-    process.stdout.write(`${JSON.stringify({ used, wallMs, rssBefore: before, peakGrowth, rssAfter: process.memoryUsage().rss })}\n`);
+    process.stdout.write(`${JSON.stringify({ used, wallMs, cpuMs: cpuMs(), rssBefore: before, peakGrowth, rssAfter: process.memoryUsage().rss })}\n`);
     return;
   }
   const result = handle.retainers('route');
   const wallMs = performance.now() - t0;
+  const cpu = cpuMs();
   const after = process.resourceUsage().maxRSS * 1024;
   handle.stop();
   process.stdout.write(
@@ -56,6 +63,7 @@ function child(args) {
       walkMs: result.snapshot.walkMs,
       walkBytes: result.snapshot.walkBytes,
       wallMs,
+      cpuMs: cpu,
       rssBefore: before,
       peakGrowth: after - before,
       rssAfter: process.memoryUsage().rss,
@@ -84,6 +92,7 @@ function main() {
         mb(r.used),
         r.nodes.toLocaleString('en-US'),
         `${(r.pauseMs / 1000).toFixed(2)} s`,
+        `${(r.cpuMs / 1000).toFixed(2)} s`,
         `${(r.snapshotMs / 1000).toFixed(2)} s`,
         `${(r.walkMs / 1000).toFixed(2)} s`,
         mb(r.walkBytes),
@@ -98,12 +107,12 @@ function main() {
           env: { NODE_OPTIONS: '' },
           timeoutMs: 1_800_000,
         });
-        rows.push([`${runtime.name}: v8.writeHeapSnapshot`, mb(ref.used), '', `${(ref.wallMs / 1000).toFixed(2)} s`, '', '', '', mb(ref.peakGrowth), mb(ref.rssAfter), '']);
+        rows.push([`${runtime.name}: v8.writeHeapSnapshot`, mb(ref.used), '', `${(ref.wallMs / 1000).toFixed(2)} s`, `${(ref.cpuMs / 1000).toFixed(2)} s`, '', '', '', mb(ref.peakGrowth), mb(ref.rssAfter), '']);
         process.stderr.write(`${runtime.name} ${mib} MiB reference: ${JSON.stringify(ref)}\n`);
       }
     }
   }
-  const header = ['runtime', 'used heap', 'snapshot nodes', 'pause', 'snapshot + profile', 'walk', 'walk tables', 'peak RSS growth', 'RSS after', 'samples'];
+  const header = ['runtime', 'used heap', 'snapshot nodes', 'pause', 'CPU time', 'snapshot + profile', 'walk', 'walk tables', 'peak RSS growth', 'RSS after', 'samples'];
   console.log(`| ${header.join(' | ')} |\n|${header.map(() => '---').join('|')}|`);
   for (const row of rows) console.log(`| ${row.join(' | ')} |`);
 }
