@@ -15,7 +15,6 @@
 // measures, in a process of its own on the same heap, v8.writeHeapSnapshot(os.devNull): what a
 // plain heap snapshot costs.
 
-const path = require('node:path');
 const c = require('./common');
 
 function child(args) {
