@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 'use strict';
-// `npx heap-labels report|diff|export ...`: reads pprof files this project writes (lib/report/).
-// report and diff need no native addon (reports can be made on any machine with Node.js);
-// export --otlp uses the addon's translation.
+// `npx heap-labels report|diff|export|retainers ...`: reads pprof files this project writes, and the
+// JSON of handle.retainers() (lib/report/). report, diff and retainers need no native addon
+// (reports can be made on any machine with Node.js); export --otlp uses the addon's translation.
 
 const { main } = require('../lib/report/cli');
 

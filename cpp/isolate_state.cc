@@ -2,9 +2,12 @@
 
 #include <stdexcept>
 
+#include <v8-profiler.h>
+
 #include "heap-labels/src/bridge.rs.h"
 #include "heap_labels/js_value.h"
 #include "heap_labels/patched_api.h"
+#include "heap_labels/retainers.h"
 #include "heap_labels/sample_labels.h"
 #include "heap_labels/sampling.h"
 #include "heap_labels/v8_compat.h"
@@ -222,6 +225,31 @@ uint64_t IsolateState::used_heap_size() const {
   v8::HeapStatistics statistics;
   isolate_->GetHeapStatistics(&statistics);
   return statistics.used_heap_size();
+}
+
+uint64_t IsolateState::heap_size_limit() const {
+  v8::HeapStatistics statistics;
+  isolate_->GetHeapStatistics(&statistics);
+  return statistics.heap_size_limit();
+}
+
+int32_t IsolateState::heap_snapshots_held() const {
+  return isolate_->GetHeapProfiler()->GetSnapshotCount();
+}
+
+RawRetainers IsolateState::read_retainers() {
+  RawRetainers retainers;
+  if (!sampling_) {
+    throw std::runtime_error("no sampling heap profiler is running");
+  }
+  if (!ReadRetainers(isolate_, sample_context_.unlabeled_word, &retainers)) {
+    // As in read_profile: V8's sampler was stopped outside heap-labels.
+    StopExternalTracking();
+    sampling_ = false;
+    throw std::runtime_error(
+        "the sampling heap profiler was stopped elsewhere");
+  }
+  return retainers;
 }
 
 void IsolateState::arm_near_heap_limit(std::size_t dumper, uint32_t count) {

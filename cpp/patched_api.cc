@@ -10,6 +10,9 @@ namespace heap_labels {
 namespace {
 
 constexpr char kVersionSymbol[] = "v8_sample_labels_api_version";
+constexpr char kRetainersNeed[] =
+    "retainers: what retains each label's objects needs the labeled runtime "
+    "(sample-labels API version 3: the samples' heap snapshot object ids); ";
 
 // Looks a symbol up in the global scope of the process (node exports V8's
 // symbols with -rdynamic), never linking to it.
@@ -40,6 +43,29 @@ void ExplainStock(PatchedApi* api) {
       "runtime's allocator swap (symbol " +
       std::string(kVersionSymbol) +
       " not found); external memory is reported as one unlabeled total";
+  api->retainers_reason = kRetainersNeed + ("this runtime's V8 " + v8) +
+                          " has no sample-labels API";
+}
+
+// Version 3: the profile with the samples' heap snapshot object ids.
+void ResolveObjectIds(uint32_t version, PatchedApi* api) {
+  const std::string needs = kRetainersNeed;
+  if (version < kObjectIdsApiVersion) {
+    api->retainers_reason =
+        needs + "this runtime's is version " + std::to_string(version);
+    return;
+  }
+  api->profile_with_object_ids = FindSymbol<PatchedApi::ProfileWithObjectIdsFn>(
+      "v8_sample_labels_get_profile_with_object_ids");
+  api->object_ids_of = FindSymbol<PatchedApi::ObjectIdsFn>(
+      "v8_sample_labels_get_object_ids");
+  api->retainers_ready = api->profile_with_object_ids != nullptr &&
+                         api->object_ids_of != nullptr;
+  if (!api->retainers_ready) {
+    api->retainers_reason =
+        needs + "this runtime says version " + std::to_string(version) +
+        " but does not export its entry points";
+  }
 }
 
 PatchedApi ResolvePatchedApi() {
@@ -58,6 +84,7 @@ PatchedApi ResolvePatchedApi() {
     api.sample_labels_reason = "sampleLabels: " + found;
     api.allocations_reason = "allocations: " + found;
     api.external_bytes_reason = "externalBytes: " + found;
+    api.retainers_reason = kRetainersNeed + found;
     return api;
   }
   api.start_sampling = FindSymbol<PatchedApi::StartSamplingFn>(
@@ -79,6 +106,7 @@ PatchedApi ResolvePatchedApi() {
       FindSymbol<PatchedApi::FindInCpedFn>("v8_sample_labels_find_in_cped");
   api.swap_allocator = FindSymbol<PatchedApi::SwapAllocatorFn>(
       "v8_sample_labels_swap_allocator");
+  ResolveObjectIds(version, &api);
   api.sample_labels_ready = api.start_sampling != nullptr &&
                             api.sample_labels_of != nullptr &&
                             api.find_in_cped != nullptr;
@@ -113,6 +141,8 @@ PatchedApiStatus patched_api_status() {
       api.sample_labels_ready && api.start_sampling_v2 != nullptr;
   status.allocations_reason = status.allocations ? "" : api.allocations_reason;
   status.external_bytes_reason = api.external_bytes_reason;
+  status.retainers = api.retainers_ready;
+  status.retainers_reason = api.retainers_ready ? "" : api.retainers_reason;
   return status;
 }
 

@@ -133,9 +133,14 @@ bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
                                          options.allocations_read,
                                          HighestSampleId(*profile));
   }
-  CopyNodes(isolate, profile->GetRootNode(), &out->nodes);
-  CopySamples(*profile, &out->samples, options.unlabeled_word);
+  CopyAllocationProfile(isolate, *profile, options.unlabeled_word, out);
   return true;
+}
+
+void CopyAllocationProfile(v8::Isolate* isolate, v8::AllocationProfile& profile,
+                           uintptr_t unlabeled_word, RawProfile* out) {
+  CopyNodes(isolate, profile.GetRootNode(), &out->nodes);
+  CopySamples(profile, &out->samples, unlabeled_word);
 }
 
 }  // namespace heap_labels

@@ -47,11 +47,13 @@ function capabilities() {
   const sampleLabels = capability('sampleLabels', nativeCaps.sampleLabels, nativeCaps.sampleLabelsReason + wayOut());
   const externalBytes = capability('externalBytes', nativeCaps.externalBytes, nativeCaps.externalBytesReason + wayOut());
   const allocations = capability('allocations', nativeCaps.allocations, nativeCaps.allocationsReason);
+  const retainers = capability('retainers', nativeCaps.retainers, nativeCaps.retainersReason + wayOut());
   if (!asyncContextFrame) reasons.push(ACF_REASON);
   return {
     sampleLabels,
     externalBytes,
     allocations,
+    retainers,
     asyncContextFrame,
     node: process.versions.node,
     v8: nativeCaps.v8,
@@ -59,4 +61,4 @@ function capabilities() {
   };
 }
 
-module.exports = { capabilities };
+module.exports = { capabilities, wayOut };

@@ -30,6 +30,11 @@ export interface Capabilities {
    * sample-labels API is version 2: V8 reports dead samples).
    */
   allocations: boolean;
+  /**
+   * `HeapProfileHandle.retainers()`: what retains each label's objects (labeled runtime whose
+   * sample-labels API is version 3: the samples' heap snapshot object ids).
+   */
+  retainers: boolean;
   /** AsyncLocalStorage is backed by AsyncContextFrame in this process. */
   asyncContextFrame: boolean;
   node: string;
@@ -215,7 +220,108 @@ export interface HeapProfileHandle {
    * `advancePeakWindow: true` the read closes the external-peak window and publishes its peak.
    */
   getHeapStats(options?: { advancePeakWindow?: boolean }): HeapStats | undefined;
+  /**
+   * What retains the session's live sampled objects, per label group (by full label set, or by the
+   * value of `key`, as `byLabel`): takes one heap snapshot, joins it to the samples and merges
+   * each object's shortest strong retaining chain into a tree per group. Needs the labeled runtime
+   * (`capabilities().retainers`; elsewhere it throws `ERR_HEAP_LABELS_UNSUPPORTED`). The app is
+   * paused for the whole call (`snapshot.pauseMs`) and the snapshot needs memory of the order of
+   * the used heap: it refuses (`ERR_HEAP_LABELS_NO_ROOM`) when less is free below the heap limit
+   * or on the machine, and while another heap snapshot is held (`ERR_HEAP_LABELS_SNAPSHOT_BUSY`).
+   */
+  retainers(key?: string): Retainers;
   [Symbol.dispose](): void;
+}
+
+/** `HeapProfileHandle.retainers()`: what keeps each label group's sampled objects alive. */
+export interface Retainers {
+  /** What the snapshot cost. */
+  snapshot: {
+    /** Nodes of the heap snapshot. */
+    nodes: number;
+    /** Milliseconds for the snapshot and the profile. */
+    snapshotMs: number;
+    /** Milliseconds for the walk of the snapshot and the copy of the chains. */
+    walkMs: number;
+    /** Native bytes of the walk's tables (freed before the call returned). */
+    walkBytes: number;
+    /** Milliseconds the app was paused: the whole call. */
+    pauseMs: number;
+  };
+  sampleInterval: number;
+  /** The grouping key, absent when grouped by full label set. */
+  key?: string;
+  /** Largest first; at most 50. */
+  groups: RetainerGroup[];
+  /** The groups not listed. */
+  moreGroups: { groups: number; bytes: number; samples: number };
+}
+
+export interface RetainerGroup {
+  /** As `byLabel`: a full set, `{ [key]: value }`, or `{}` for unlabeled samples. */
+  labels: Labels;
+  /** Estimated live bytes of the group's samples (as `byLabel`'s `bytes`). */
+  bytes: number;
+  samples: number;
+  /** Of those, samples whose object the snapshot has no node for (dead, or allocated after it). */
+  unmatchedBytes: number;
+  unmatchedSamples: number;
+  /**
+   * The tree: the objects' classes first, under each its retainers, nearest first (DevTools'
+   * Retainers view). At most 12 retainer steps deep (a step repeated right away counts once) and
+   * 8 children per node; children under 1 % of the group's bytes and those beyond the 8 largest
+   * are one `(other)` node, under which their retainers go on, merged.
+   */
+  paths: RetainerPath[];
+  /** The group's largest allocation sites (leaf frames). */
+  sites: RetainerSite[];
+}
+
+export interface RetainerPath {
+  /**
+   * 'object': the group's objects of one class; 'retainer': an edge from a retainer (or from a run
+   * of V8-internal nodes) to the node above; 'unreachable': held by weak references only;
+   * 'truncated': the chain goes on, not followed; 'other': the smaller children, merged.
+   */
+  kind: 'object' | 'retainer' | 'unreachable' | 'truncated' | 'other';
+  /** As the text report shows it: `Object`, `table in Map`, `[*] in (internal array)`. */
+  text: string;
+  /** The object's or the retainer's class (strings, numbers and the like by their type). */
+  name?: string;
+  /** The node type of the object or the retainer (DevTools' names: 'object', 'closure', ...). */
+  nodeType?: string;
+  /** The edge's name: a property, a variable, `[12]` for an index, `[*]` for several. */
+  edge?: string;
+  edgeType?: 'context' | 'element' | 'property' | 'internal' | 'hidden' | 'shortcut' | 'weak' | 'unknown';
+  /** The step stands for V8-internal nodes (`system / ...`, backing stores); see `through`. */
+  internal?: true;
+  /** The last node's class when the internal run is longer than one. */
+  through?: string;
+  /** Estimated bytes of the samples whose chain passes here. */
+  bytes: number;
+  samples: number;
+  /** `bytes` over the group's `bytes`. */
+  share: number;
+  /** Some chains go on beyond the depth limit. */
+  deeper?: true;
+  /**
+   * The fewest and most times in a row the chains took this step (a linked list's
+   * `next in Link`), when more than once; the text shows `×3` or `×3-30`.
+   */
+  repeat?: [number, number];
+  /** 'other': how many steps it merges; its children are theirs, merged by step. */
+  merged?: number;
+  children: RetainerPath[];
+}
+
+export interface RetainerSite {
+  functionName: string;
+  url: string;
+  /** 1-based; 0 when unknown. */
+  lineNumber: number;
+  bytes: number;
+  samples: number;
+  share: number;
 }
 
 /**

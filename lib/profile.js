@@ -7,6 +7,7 @@ const { RULES, DEFAULTS } = require('./session-options');
 const { otlpOptions } = require('./otlp');
 const { coded } = require('./node-errors');
 const { readHeapStats } = require('./group-stats');
+const { readRetainers } = require('./retainers');
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
@@ -241,6 +242,13 @@ class HeapProfileHandle {
     const advancePeakWindow = statsOptions(options);
     if (this.#stopped) return undefined;
     return readHeapStats(this.#session, advancePeakWindow);
+  }
+
+  // What retains the session's live sampled objects, per label group (by full set, or by `key`'s
+  // value): one heap snapshot joined to the samples, on the labeled runtime (sample-labels API
+  // version 3). Pauses the app for the snapshot and its walk.
+  retainers(key) {
+    return readRetainers(this.#session, key);
   }
 
   [dispose]() {

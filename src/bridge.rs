@@ -115,6 +115,47 @@ pub mod ffi {
         allocations: RawAllocations,
     }
 
+    /// One node of a heap snapshot on the retaining chain of a sampled object (`cpp/retainers.cc`),
+    /// with the edge from its first retainer (`core::retainers::ChainNode`).
+    #[derive(Debug, Clone)]
+    struct RawRetainerNode {
+        /// Index of its first retainer in `RawRetainers::nodes`, or a mark (`core::retainers`:
+        /// the snapshot's root, not strongly reachable, chain not copied further).
+        parent: u32,
+        /// `v8::HeapGraphEdge::Type` of the edge from the retainer (0 for the marks).
+        edge_type: u8,
+        /// The edge's name: a property or variable name, or an index in decimal.
+        edge_name: String,
+        /// `v8::HeapGraphNode::Type`.
+        node_type: u8,
+        /// The node's name (a constructor, a function, `system / Context`, ...); empty for strings,
+        /// whose name is their contents.
+        name: String,
+        self_size: u64,
+        /// The heap snapshot object id.
+        id: u32,
+    }
+
+    /// A heap snapshot joined to the running session's samples (sample-labels API version 3).
+    #[derive(Debug, Clone, Default)]
+    struct RawRetainers {
+        /// The session's profile (no dead samples), index-aligned with `sample_nodes`.
+        profile: RawProfile,
+        /// The snapshot nodes on the samples' chains, each once.
+        nodes: Vec<RawRetainerNode>,
+        /// Per sample: index in `nodes` of its object, `u32::MAX` when it has none (a dead object,
+        /// or one the snapshot did not see).
+        sample_nodes: Vec<u32>,
+        /// Nodes of the snapshot.
+        snapshot_nodes: u64,
+        /// Milliseconds for the snapshot and the profile.
+        snapshot_ms: f64,
+        /// Milliseconds for the walk and the copy of the chains.
+        walk_ms: f64,
+        /// Native bytes of the walk's tables (freed before the call returns).
+        walk_bytes: u64,
+    }
+
     /// Result of probing the patched-V8 sample-labels API (`cpp/patched_api.cc`).
     #[derive(Debug, Clone)]
     struct PatchedApiStatus {
@@ -130,6 +171,10 @@ pub mod ffi {
         allocations_reason: String,
         /// Why `external_bytes` is false (empty when true).
         external_bytes_reason: String,
+        /// The samples' heap snapshot object ids (API version 3): retainers per label.
+        retainers: bool,
+        /// Why `retainers` is false (empty when true).
+        retainers_reason: String,
     }
 
     extern "Rust" {
@@ -311,6 +356,20 @@ pub mod ffi {
 
         /// `HeapStatistics::used_heap_size()` of the isolate.
         fn used_heap_size(self: &IsolateState) -> u64;
+
+        /// `HeapStatistics::heap_size_limit()` of the isolate.
+        fn heap_size_limit(self: &IsolateState) -> u64;
+
+        /// Heap snapshots V8 holds now (`HeapProfiler::GetSnapshotCount`): one being streamed
+        /// (`v8.getHeapSnapshot()`, the inspector's) is still held.
+        fn heap_snapshots_held(self: &IsolateState) -> i32;
+
+        /// Takes a heap snapshot, then the session's profile with its samples' object ids, and
+        /// copies each sample's shortest strong retaining chain; the snapshot is deleted before it
+        /// returns. Pauses the isolate for the whole walk. Fails when the runtime has no API
+        /// version 3 or no profiler runs. Each sample's label word owns a reference (as in
+        /// `read_profile`).
+        fn read_retainers(self: Pin<&mut IsolateState>) -> Result<RawRetainers>;
 
         /// Registers the near-heap-limit callback: up to `count` dumps through the
         /// `NearHeapLimitHook` at address `dumper`, which must stay valid until

@@ -37,6 +37,18 @@ pub enum Error {
     /// The profile read was disposed; its data is gone.
     #[error("heap-labels: this AllocationProfile was disposed; read the profile again")]
     ProfileDisposed,
+    /// The runtime lacks the patched-V8 API a feature needs (the reason names the version).
+    #[error("heap-labels: {0}")]
+    Unsupported(String),
+    /// V8 holds heap snapshots already: a second one at the same time would double the memory.
+    #[error(
+        "heap-labels: retainers: another heap snapshot is in progress (V8 holds {0}: \
+         v8.getHeapSnapshot() still streaming, or the inspector's); try again when it is done"
+    )]
+    SnapshotBusy(i32),
+    /// Too little memory for a heap snapshot (see `retainers::check_room`).
+    #[error("heap-labels: retainers: {0}")]
+    NoRoom(String),
     /// A V8-side operation failed (reported by cpp/).
     #[error("heap-labels: {0}")]
     Native(String),
@@ -63,6 +75,9 @@ impl Error {
             Error::Label(_) | Error::InvalidOption { .. } => JsErrorClass::RangeError,
             Error::LabelArity { .. } => JsErrorClass::TypeError,
             Error::ProfilerBusy
+            | Error::Unsupported(_)
+            | Error::SnapshotBusy(_)
+            | Error::NoRoom(_)
             | Error::SessionNotRunning(_)
             | Error::SessionStoppedElsewhere(_)
             | Error::ProfileDisposed
@@ -80,6 +95,9 @@ impl Error {
                 "ERR_HEAP_LABELS_SESSION_NOT_RUNNING"
             }
             Error::InvalidOption { .. } => "ERR_OUT_OF_RANGE",
+            Error::Unsupported(_) => "ERR_HEAP_LABELS_UNSUPPORTED",
+            Error::SnapshotBusy(_) => "ERR_HEAP_LABELS_SNAPSHOT_BUSY",
+            Error::NoRoom(_) => "ERR_HEAP_LABELS_NO_ROOM",
             _ => "ERR_HEAP_LABELS",
         }
     }

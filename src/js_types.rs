@@ -176,6 +176,10 @@ pub struct NativeCapabilities {
     pub allocations: bool,
     /// Empty when `allocations` is true.
     pub allocations_reason: String,
+    /// Samples carry their objects' heap snapshot ids (API version 3): retainers per label.
+    pub retainers: bool,
+    /// Empty when `retainers` is true.
+    pub retainers_reason: String,
     pub v8: String,
 }
 

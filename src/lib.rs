@@ -7,7 +7,8 @@
 //! `model` (raw V8 profile -> core model), `state` (per-isolate state, the running session's facts
 //! included), `labels` (binding label holders to sets), `session` (profiler lifecycle), `otlp`
 //! (OTLP options, pprof files), `js_profile` and `js_types` (values exchanged with lib/),
-//! `counters` (per-label counters), `dump` (signal/HTTP dumps, pushes), `near_heap_limit`; `error`
+//! `counters` (per-label counters), `dump` (signal/HTTP dumps, pushes), `near_heap_limit`,
+//! `retainers` (a heap snapshot's retaining chains per label); `error`
 //! (the error enum and its JS mapping) serves all.
 
 mod allocations;
@@ -24,6 +25,7 @@ mod model;
 pub mod near_heap_limit;
 mod ops;
 pub mod otlp;
+pub mod retainers;
 mod session;
 mod state;
 mod v8_callbacks;
@@ -252,6 +254,8 @@ pub fn native_capabilities() -> NativeCapabilities {
         external_bytes_reason: status.external_bytes_reason,
         allocations: status.allocations,
         allocations_reason: status.allocations_reason,
+        retainers: status.retainers,
+        retainers_reason: status.retainers_reason,
         v8: ffi::v8_version(),
     }
 }

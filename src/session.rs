@@ -181,6 +181,21 @@ pub fn read_raw(state: &mut IsolateAddon, id: u32, read: ffi::AllocationsRead) -
     Ok(copy)
 }
 
+/// A heap snapshot joined to the samples of the running session `id` (`ffi::read_retainers`); a
+/// session whose sampler was stopped elsewhere ends, as in a read.
+pub fn read_retainers(state: &mut IsolateAddon, id: u32) -> Result<ffi::RawRetainers> {
+    running(state, id)?;
+    match state.v8_mut().read_retainers() {
+        Ok(raw) => Ok(raw),
+        Err(_) if !state.v8.sampling() => {
+            state.disarm_near_heap_limit();
+            end(state);
+            Err(Error::SessionStoppedElsewhere(id))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The running session (for the operations modules).
 pub fn running_session(state: &IsolateAddon, id: u32) -> Result<Session> {
     running(state, id)

@@ -12,11 +12,11 @@ const hl = require(libPath);
 
 test('capabilities report versions, ACF and a reason for every false', () => {
   const caps = hl.capabilities();
-  assert.deepEqual(Object.keys(caps).sort(), ['allocations', 'asyncContextFrame', 'externalBytes', 'node', 'reasons', 'sampleLabels', 'v8']);
+  assert.deepEqual(Object.keys(caps).sort(), ['allocations', 'asyncContextFrame', 'externalBytes', 'node', 'reasons', 'retainers', 'sampleLabels', 'v8']);
   assert.equal(caps.node, process.versions.node);
   assert.equal(caps.v8, process.versions.v8);
   assert.equal(caps.asyncContextFrame, expectedAsyncContextFrame());
-  const falses = ['sampleLabels', 'externalBytes', 'allocations', 'asyncContextFrame'].filter((k) => !caps[k]);
+  const falses = ['sampleLabels', 'externalBytes', 'allocations', 'retainers', 'asyncContextFrame'].filter((k) => !caps[k]);
   for (const name of falses) {
     assert.ok(caps.reasons.some((r) => r.startsWith(`${name}:`)), `no reason for ${name}: ${caps.reasons}`);
   }

@@ -16,6 +16,8 @@
 //! - [`pprof`]: gzip-compressed `profile.proto` output ([`pprof::encode`]);
 //! - [`otlp`]: OpenTelemetry profiles (`ProfilesData`), translated from the pprof message;
 //! - [`heapprofile`]: Chrome DevTools `.heapprofile` JSON ([`heapprofile::to_string`]);
+//! - [`retainers`]: what retains each label group's sampled objects, from the retaining chains of a
+//!   heap snapshot ([`retainers::by_label`]);
 //! - [`summary`]: the text per-label summary of a dump; [`dump`]: dump file names, atomic writes
 //!   and retention.
 //!
@@ -34,6 +36,7 @@ pub mod labels;
 pub mod otlp;
 pub mod pprof;
 pub mod profile;
+pub mod retainers;
 mod set_counters;
 pub mod summary;
 pub(crate) mod sync;

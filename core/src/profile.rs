@@ -178,6 +178,12 @@ impl Profile {
     /// Sorted by estimated heap bytes, largest first; ties by allocated bytes, then external bytes,
     /// then label order.
     pub fn by_label(&self, key: Option<&str>) -> Vec<LabelGroup> {
+        self.by_label_with_members(key).0
+    }
+
+    /// [`Profile::by_label`], and the index of each sample's group in it (index-aligned with
+    /// `samples`): what aggregations per group beside the figures (retainers) group by.
+    pub fn by_label_with_members(&self, key: Option<&str>) -> (Vec<LabelGroup>, Vec<usize>) {
         let mut grouper = Grouper {
             key,
             groups: Vec::new(),
@@ -185,8 +191,10 @@ impl Profile {
             by_set: FxHashMap::default(),
             by_value: FxHashMap::default(),
         };
+        let mut members = Vec::with_capacity(self.samples.len());
         for sample in &self.samples {
             let g = grouper.slot(sample.labels.as_ref());
+            members.push(g);
             let group = &mut grouper.groups[g];
             group.bytes += self.sample_bytes(sample);
             group.objects += self.sample_objects(sample);
@@ -209,15 +217,26 @@ impl Profile {
             let g = grouper.slot(None);
             grouper.groups[g].external_bytes += self.unlabeled_external;
         }
-        let mut groups = grouper.groups;
-        groups.sort_by(|a, b| {
+        let groups = grouper.groups;
+        let mut order: Vec<usize> = (0..groups.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (&groups[a], &groups[b]);
             b.bytes
                 .total_cmp(&a.bytes)
                 .then(b.allocated_bytes.total_cmp(&a.allocated_bytes))
                 .then(b.external_bytes.cmp(&a.external_bytes))
                 .then_with(|| label_order(&a.labels).cmp(&label_order(&b.labels)))
         });
-        groups
+        let mut rank = vec![0; groups.len()];
+        for (sorted, &g) in order.iter().enumerate() {
+            rank[g] = sorted;
+        }
+        for g in &mut members {
+            *g = rank[*g];
+        }
+        let mut slots: Vec<Option<LabelGroup>> = groups.into_iter().map(Some).collect();
+        let groups = order.iter().filter_map(|&g| slots[g].take()).collect();
+        (groups, members)
     }
 }
 
@@ -466,6 +485,17 @@ mod tests {
                 (v("t3"), 0.0, 7, 0),
             ]
         );
+
+        // Each sample's member index names its group in the sorted list.
+        let (groups, members) = p.by_label_with_members(Some("tenant"));
+        assert_eq!(members, [1, 2, 0, 0, 1]);
+        for (sample, &g) in p.samples.iter().zip(&members) {
+            let expected = match sample.labels.as_ref().and_then(|set| set.get("tenant")) {
+                Some(value) => v(value),
+                None => GroupLabels::Unlabeled,
+            };
+            assert_eq!(groups[g].labels, expected);
+        }
 
         let by_route = p.by_label(Some("route"));
         assert_eq!(

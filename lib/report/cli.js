@@ -1,5 +1,5 @@
 'use strict';
-// `heap-labels report|diff|export`: argument parsing and the commands. Bad input (usage, unreadable or
+// `heap-labels report|diff|export|retainers`: argument parsing and the commands. Bad input (usage, unreadable or
 // non-pprof files) is a ReportError: one line on stderr and exit status 2, no stack trace.
 
 const fs = require('node:fs');
@@ -11,10 +11,12 @@ const { diffModels } = require('./diff');
 const { reportText, diffText } = require('./text');
 const { reportHtml, diffHtml } = require('./html');
 const { exportOtlp } = require('./export');
+const { retainersText, readRetainersFile } = require('./retainers');
 
 const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N] [--all] [--html OUT.html] [--json]
        heap-labels diff <base.pb.gz> <current.pb.gz> [--key KEY] [--top N] [--html OUT.html] [--json]
        heap-labels export --otlp <profile.pb.gz> [--out FILE] [--service-name NAME] [--attribute K=V]...
+       heap-labels retainers <retainers.json>... [--depth N]
 
   report   per-label in-use (and allocated) bytes and objects, and the top allocation sites of each
            label; several profiles: one report each, and with --html live bytes per label over time
@@ -28,6 +30,9 @@ const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N
   --max-inflated-mib N
                  largest profile read, in MiB once decompressed (default ${DEFAULT_MAX_INFLATED_BYTES / 1048576}): a
                  file beyond it is refused, not read
+  retainers  what retains each label's objects: the JSON of handle.retainers(key) (labeled runtime)
+           as trees, the objects' classes first, then their retainers, nearest first
+  --depth N      retainers: retainer steps shown below each class (default: all, at most 12)
   export --otlp  write the profile as an OpenTelemetry profile (OTLP ProfilesData, protobuf; the
                  body of a POST to a collector's /v1development/profiles), by default beside the
                  input as .otlp.pb; --service-name and --attribute set the resource (needs the
@@ -44,6 +49,7 @@ const OPTIONS = {
   'service-name': { type: 'string' },
   attribute: { type: 'string', multiple: true },
   'max-inflated-mib': { type: 'string' },
+  depth: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -68,6 +74,11 @@ function parse(argv) {
       throw new ReportError(`--max-inflated-mib must be a number of MiB in (0, 1048576], got ${JSON.stringify(mib)}`);
     }
     o.maxInflatedBytes = Math.floor(Number(mib) * 1048576);
+  }
+  if (values.depth !== undefined) {
+    if (o.command !== 'retainers') throw new ReportError('--depth is an option of retainers (heap-labels --help for usage)');
+    if (!/^\d+$/.test(values.depth)) throw new ReportError(`--depth must be a non-negative integer, got ${JSON.stringify(values.depth)}`);
+    o.depth = Number(values.depth);
   }
   o.groups = values.all ? Infinity : DEFAULT_GROUPS;
   if (values.all && o.command !== 'report') throw new ReportError('--all is an option of report (heap-labels --help for usage)');
@@ -161,7 +172,13 @@ function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
       io.stderr.write(`wrote ${out} (${bytes} bytes)\n`);
       return 0;
     }
-    throw new ReportError(`unknown command ${JSON.stringify(o.command)} (expected report, diff or export; heap-labels --help for usage)`);
+    if (o.command === 'retainers') {
+      if (o.files.length === 0) throw new ReportError('retainers: no file given (heap-labels retainers <retainers.json>...)');
+      const results = o.files.map((f) => readRetainersFile(f));
+      io.stdout.write(results.map((r) => retainersText(r, { depth: o.depth })).join('\n'));
+      return 0;
+    }
+    throw new ReportError(`unknown command ${JSON.stringify(o.command)} (expected report, diff, export or retainers; heap-labels --help for usage)`);
   } catch (e) {
     if (!(e instanceof ReportError)) throw e;
     io.stderr.write(`heap-labels: ${e.message}\n`);

@@ -1,5 +1,6 @@
 'use strict';
-// Reports and diffs of heap profiles (pprof files or AllocationProfile reads); pure JS, no addon.
+// Reports and diffs of heap profiles (pprof files or AllocationProfile reads), and the text of
+// retainers per label; pure JS, no addon.
 
 const { readPprof, readPprofFile, fromAllocationProfile, ReportError } = require('./model');
 const { groupModel } = require('./aggregate');
@@ -7,6 +8,7 @@ const { summarizePprof, summarizeModel } = require('./summary');
 const { diffModels, diffProfiles } = require('./diff');
 const { reportText, diffText } = require('./text');
 const { reportHtml, diffHtml } = require('./html');
+const { retainersText, readRetainersFile } = require('./retainers');
 
 module.exports = {
   readPprof,
@@ -21,5 +23,7 @@ module.exports = {
   diffText,
   reportHtml,
   diffHtml,
+  retainersText,
+  readRetainersFile,
   ReportError,
 };

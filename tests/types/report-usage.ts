@@ -13,6 +13,8 @@ import {
   ReportError,
   reportHtml,
   reportText,
+  readRetainersFile,
+  retainersText,
   summarizePprof,
   summarizeModel,
   type HeapModel,
@@ -45,6 +47,10 @@ const rest: number = (bounded.rest?.count ?? 0) + summarizeModel(a, { groups: In
 console.log(reportText(bounded, { groups: 20 }), rest, bounded.warnings.join('\n'), a.warnings.length);
 const status: number = main(['report', 'a.pb.gz', '--json']);
 console.log(text, html, share, status, formatBytes(1536), table(['a'], [['b']]));
+const retainers: string = retainersText(readRetainersFile('retainers.json'), { depth: 4 });
+// @ts-expect-error depth is a number
+retainersText(readRetainersFile('retainers.json'), { depth: '4' });
+console.log(retainers);
 try {
   readPprofFile('missing');
 } catch (e) {

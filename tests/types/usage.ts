@@ -24,6 +24,8 @@ import heapLabels, {
   type HeapProfileHandle,
   type LabelGroup,
   type Labels,
+  type RetainerPath,
+  type Retainers,
   type Stats,
 } from '../../lib/index.js';
 
@@ -56,6 +58,18 @@ const tracked: HeapProfileHandle = startHeapProfile({ trackAllocations: true });
 const windowed: AllocationProfile = tracked.getAllocationProfile({ resetAllocations: true });
 const allocated: number | undefined = windowed.hasAllocations ? windowed.byLabel()[0]?.allocatedBytes : undefined;
 const canAllocate: boolean = caps.allocations;
+// Retainers per label (labeled runtime): a tree per group, the objects' classes first.
+if (caps.retainers) {
+  const kept: Retainers = tracked.retainers('route');
+  const pause: number = kept.snapshot.pauseMs + kept.moreGroups.bytes;
+  const firstGroup = kept.groups[0];
+  const route: string | undefined = firstGroup?.labels.route;
+  const step: RetainerPath | undefined = firstGroup?.paths[0]?.children[0];
+  const held: string = `${step?.kind}: ${step?.text} ${step?.share} ${step?.edge ?? ''} ${firstGroup?.sites[0]?.functionName}`;
+  console.log(pause, route, held, tracked.retainers().key);
+  // @ts-expect-error the key is a string
+  tracked.retainers(5);
+}
 
 // @ts-expect-error label values are strings
 withHeapProfileLabels({ route: 1 }, () => 0);

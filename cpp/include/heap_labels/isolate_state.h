@@ -22,6 +22,7 @@ namespace heap_labels {
 
 struct HolderBinding;  // shared struct, defined by the cxx bridge
 struct RawProfile;     // shared struct, defined by the cxx bridge
+struct RawRetainers;   // shared struct, defined by the cxx bridge
 struct StartOptions;   // shared struct, defined by the cxx bridge
 enum class AllocationsRead : std::uint8_t;  // shared enum, cxx bridge
 
@@ -65,6 +66,12 @@ class IsolateState : public HeapLimitDumpSource {
   void set_unlabeled_sample_word(std::size_t word);
   void collect_garbage();
   uint64_t used_heap_size() const;
+  uint64_t heap_size_limit() const;
+
+  // Retainers per label (see src/bridge.rs): heap snapshots held now, and
+  // the snapshot joined to this state's session.
+  int32_t heap_snapshots_held() const;
+  RawRetainers read_retainers();
   void arm_near_heap_limit(std::size_t dumper, uint32_t count);
   void disarm_near_heap_limit();
   // The profile for a dump (unlabeled-samples word mapped to 0); false when

@@ -25,10 +25,12 @@ namespace heap_labels {
 struct PatchedApiStatus;  // shared struct, defined by the cxx bridge
 
 // The API versions of the patch series this addon speaks: version 1 (labels,
-// external bytes) and, from version 2 on, dead samples. A runtime of version N
-// provides every entry point of the versions before it.
+// external bytes), from version 2 on dead samples, from version 3 on the
+// samples' heap snapshot object ids (retainers per label). A runtime of
+// version N provides every entry point of the versions before it.
 inline constexpr uint32_t kMinApiVersion = 1;
 inline constexpr uint32_t kDeadSamplesApiVersion = 2;
+inline constexpr uint32_t kObjectIdsApiVersion = 3;
 
 // v8::HeapProfilerSampleLabels::DeadSample of API version 2, field for field:
 // the addon builds against stock headers, which do not declare it.
@@ -57,6 +59,9 @@ struct PatchedApi {
   using SwapAllocatorFn =
       v8::ArrayBuffer::Allocator* (*)(v8::Isolate*,
                                       v8::ArrayBuffer::Allocator*);
+  using ProfileWithObjectIdsFn = v8::AllocationProfile* (*)(v8::Isolate*);
+  using ObjectIdsFn = const v8::SnapshotObjectId* (*)(
+      const v8::AllocationProfile*, std::size_t*);
 
   VersionFn version = nullptr;
   StartSamplingFn start_sampling = nullptr;
@@ -65,13 +70,18 @@ struct PatchedApi {
   SampleLabelsFn sample_labels_of = nullptr;
   FindInCpedFn find_in_cped = nullptr;
   SwapAllocatorFn swap_allocator = nullptr;
+  // Null before API version 3.
+  ProfileWithObjectIdsFn profile_with_object_ids = nullptr;
+  ObjectIdsFn object_ids_of = nullptr;
 
   // True when every entry point the capability needs is present.
   bool sample_labels_ready = false;
   bool external_bytes_ready = false;
+  bool retainers_ready = false;
   std::string sample_labels_reason;
   std::string external_bytes_reason;
   std::string allocations_reason;
+  std::string retainers_reason;
 };
 
 // The process-wide probe result (computed once, thread-safe).

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <v8-profiler.h>
 #include <v8.h>
 
 namespace heap_labels {
@@ -43,6 +44,12 @@ struct ReadOptions {
 // Returns false when no profiler is running.
 bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
                            const ReadOptions& options = {});
+
+// Copies the nodes and samples of `profile` into `out` as a read does (each
+// label word with a reference of its own; `unlabeled_word` becomes 0), without
+// dead samples.
+void CopyAllocationProfile(v8::Isolate* isolate, v8::AllocationProfile& profile,
+                           uintptr_t unlabeled_word, RawProfile* out);
 
 }  // namespace heap_labels
 

@@ -1,0 +1,54 @@
+'use strict';
+// Retainers per label (`handle.retainers(key)`): what keeps each label group's live sampled objects
+// alive, from one heap snapshot joined to the session's samples (docs/architecture.md, "Retainers
+// per label"). The native call does the snapshot, the walk and the aggregation; this turns its
+// answer into the public shape: each group's labels as the interned frozen objects `byLabel()`
+// hands out.
+
+const { native } = require('./native');
+const { internPairs, labelsOfSets } = require('./labels');
+const { coded } = require('./node-errors');
+const { wayOut } = require('./capabilities');
+
+const UNLABELED = internPairs([], []);
+
+function checkKey(key) {
+  if (key !== undefined && (typeof key !== 'string' || key.length === 0)) {
+    throw coded(new TypeError('heap-labels: retainers: key must be a non-empty string or undefined'), 'ERR_INVALID_ARG_TYPE');
+  }
+}
+
+// On a runtime without the sample-labels API version 3 the answer would be a guess: refuse, with
+// the reason and the way out, before anything is taken.
+function checkSupported() {
+  const caps = native.nativeCapabilities();
+  if (!caps.retainers) {
+    throw coded(new Error(`heap-labels: ${caps.retainersReason}${wayOut()}`), 'ERR_HEAP_LABELS_UNSUPPORTED');
+  }
+}
+
+function groupLabels(group, key, sets) {
+  if (group.labelSet !== undefined) return sets[group.labelSet] ?? UNLABELED;
+  if (typeof group.value === 'string') return internPairs([key], [group.value]);
+  return UNLABELED;
+}
+
+// The running session's retainers per label group (by full set, or by `key`'s value). Pauses the
+// app for a heap snapshot and its walk; see the .d.ts for the shape.
+function readRetainers(session, key) {
+  checkKey(key);
+  checkSupported();
+  const answer = native.retainers(session, key);
+  const result = JSON.parse(answer.json);
+  const ids = answer.labelSets.map((s) => s.id);
+  const generations = answer.labelSets.map((s) => s.generation);
+  const sets = labelsOfSets(ids, generations, ids.length, (missing) => answer.labelSets.filter((s) => missing.includes(s.id)));
+  result.groups = result.groups.map(({ labelSet, value, ...group }) => ({
+    labels: groupLabels({ labelSet, value }, key, sets),
+    ...group,
+  }));
+  if (result.key === null) delete result.key;
+  return result;
+}
+
+module.exports = { readRetainers };
