@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The options of a heap profile session: each one's rule (type, range) and default, written once
 // here for startHeapProfile() (lib/profile.js) and the agent (lib/config.js: startAgent() and the
