@@ -41,4 +41,9 @@ const DEFAULTS = Object.freeze({
   maxGroups: LIMITS.defaultMaxGroups,
 });
 
-module.exports = { RULES, DEFAULTS, LIMITS };
+// The defaults of node:v8's startHeapProfile (lib/internal/v8/heap_profile.js of Node.js 26), which
+// heap-labels/v8 (lib/v8.js) keeps where they differ from heap-labels' own, and the proposal's
+// `labels` (samples unlabeled unless asked).
+const NODE_V8_DEFAULTS = Object.freeze({ sampleInterval: 512 * 1024, stackDepth: 16, labels: false });
+
+module.exports = { RULES, DEFAULTS, LIMITS, NODE_V8_DEFAULTS };
