@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The production agent: one always-on profiling session plus the ways an operator gets at it —
 // dumps on a signal, an HTTP endpoint, a profile written near the heap limit, per-label counters,
@@ -198,6 +199,7 @@ class Agent {
   // As profile(), but the pprof Buffer may be shared with other callers (the endpoint sends it
   // as it is, whatever the number of clients). notBefore: see ProfileReads.read (a delta's second
   // profile must be copied after its wait).
+  /** @param {{ format?: string, gc?: boolean, reason?: string, allocs?: boolean, notBefore?: number }} [options] */
   async [SHARED_PROFILE]({ format = 'pprof', gc = false, reason = 'api', allocs = false, notBefore } = {}) {
     this.#checkRunning();
     if (format !== 'pprof' && format !== 'summary') {
@@ -313,7 +315,7 @@ class Agent {
         listening = true;
         // The server is for operators: it never keeps the process alive on its own.
         server.unref();
-        const address = server.address();
+        const address = /** @type {import('node:net').AddressInfo} */ (server.address());
         const shown = address.family === 'IPv6' ? `[${address.address}]` : address.address;
         this.#address = { host: address.address, port: address.port, url: `http://${shown}:${address.port}${HEAP_PATH}` };
         resolve(this.#address);

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // What this process can do: decided at run time, so one addon build lights up on the patched
 // runtime and degrades on stock ones.

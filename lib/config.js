@@ -46,6 +46,7 @@ function integer(min, max) {
   };
   return {
     range,
+    bounds: { min, max },
     check,
     parse: (text) => {
       if (!/^\d+$/.test(text)) throw new Problem(`must be ${range}`);
@@ -73,6 +74,7 @@ function seconds(min, max) {
   };
   return {
     range,
+    bounds: { min, max, off: 0 },
     check,
     parse: (text) => {
       if (!/^\d+(\.\d+)?$/.test(text)) throw new Problem(problem);
@@ -90,6 +92,7 @@ function positiveSeconds(min, max) {
   };
   return {
     range: `${min}..${max} seconds`,
+    bounds: { min, max },
     check,
     parse: (text) => {
       if (!/^\d+(\.\d+)?$/.test(text)) throw new Problem(problem);
@@ -271,6 +274,7 @@ function checkHeaders(entries) {
 }
 const headers = {
   range: 'key=value pairs separated by commas (values percent-encoded), e.g. authorization=Bearer%20abc',
+  bounds: { max: MAX_HEADERS, maxBytes: MAX_HEADER_BYTES },
   check: (value) => {
     if (value === null) return {};
     if (typeof value !== 'object' || Array.isArray(value)) throw new Problem('must be an object of header names to strings');
@@ -294,11 +298,15 @@ const headers = {
   },
 };
 
+const MAX_SERVICE_NAME = 4096;
 const serviceName = {
-  range: 'a name of 1..4096 characters',
+  range: `a name of 1..${MAX_SERVICE_NAME} characters`,
+  bounds: { min: 1, max: MAX_SERVICE_NAME },
   check: (value) => {
     if (value === null) return null;
-    if (typeof value !== 'string' || value.length === 0 || value.length > 4096) throw new Problem('must be a string of 1..4096 characters');
+    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_SERVICE_NAME) {
+      throw new Problem(`must be a string of 1..${MAX_SERVICE_NAME} characters`);
+    }
     return value;
   },
 };
@@ -306,6 +314,7 @@ serviceName.parse = serviceName.check;
 
 const token = {
   range: `${MIN_TOKEN}..${MAX_TOKEN} characters of A-Z a-z 0-9 - . _ ~ + / (then =)`,
+  bounds: { min: MIN_TOKEN, max: MAX_TOKEN },
   check: (value) => {
     if (value === null) return null;
     if (typeof value !== 'string' || value.length < MIN_TOKEN || value.length > MAX_TOKEN || !TOKEN_RE.test(value)) {
@@ -491,9 +500,18 @@ function fromOptions(options, where = 'startAgent', notes = []) {
   return out;
 }
 
-// The table for documentation and tests: [{ option, env, accepts }].
+// The table for documentation and tests: [{ option, env, accepts, bounds, default }]. `bounds`: the
+// numbers of the rule ({ min, max } of an integer, seconds or a length; `off`: the value that turns
+// it off besides the range; `max`/`maxBytes` of the headers), undefined for the others; `default`:
+// the value an unset option takes, undefined where it depends on the process (`dir`).
 function describeOptions() {
-  return Object.entries(OPTIONS).map(([option, spec]) => ({ option, env: spec.env, accepts: spec.kind.range }));
+  return Object.entries(OPTIONS).map(([option, spec]) => ({
+    option,
+    env: spec.env,
+    accepts: spec.kind.range,
+    bounds: spec.kind.bounds,
+    default: spec.default === defaultDirectory ? undefined : spec.default([]),
+  }));
 }
 
 module.exports = { fromEnv, fromOptions, describeOptions };

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The async context that carries labels: one AsyncLocalStorage per isolate whose store is a label
 // holder. This module is loaded once per realm (lib/instance.js); the addon keeps the first
@@ -63,7 +64,8 @@ function enterLabelHolder(holder) {
 // (what getHeapProfileLabels() reads) follows its bindings: a plain property (a property array
 // per request; a WeakMap entry instead would cost about six times the instructions).
 function enterRequestLabels(bucket, bucketHolder) {
-  const holder = native.createRequestHolder(bucketHolder);
+  // The addon's holder object, which lib/ gives its `labels`.
+  const holder = /** @type {{ labels?: object }} */ (native.createRequestHolder(bucketHolder));
   holder.labels = bucket;
   storage.enterWith(holder);
   return holder;

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Per-label counters without reading a profile: what a metrics scrape calls. The native side
 // keeps them current (live samples counted as V8 takes and drops samples on the patched runtime,

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The heap profile over HTTP, in Go's net/http/pprof convention, so that
 //   go tool pprof http://127.0.0.1:6060/debug/pprof/heap

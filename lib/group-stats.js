@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // getHeapStats(): the group counters of a session started with groupBy. The addon keeps them at
 // capture (core/src/group_counters.rs: every label set is projected onto the groupBy keys once,

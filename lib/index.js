@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // heap-labels: label-aware heap profiling for Node.js.
 //

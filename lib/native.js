@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Loads the native addon for this runtime with node-gyp-build, the loader of prebuilt native
 // packages. The addon uses V8's C++ API, which is not ABI-stable across Node.js lines, so there is
@@ -39,7 +40,8 @@ function resolveAddon() {
 
 function libc() {
   if (process.platform !== 'linux') return undefined;
-  const header = process.report?.getReport?.().header ?? {};
+  const report = /** @type {{ header?: { glibcVersionRuntime?: string } } | undefined} */ (process.report?.getReport?.());
+  const header = report?.header ?? {};
   return header.glibcVersionRuntime ? 'glibc' : 'musl';
 }
 
@@ -96,4 +98,7 @@ function load(file) {
 const addonPath = resolveAddon();
 if (addonPath === undefined) throw missingAddonError();
 
-module.exports = { native: load(addonPath), addonPath };
+/** @type {typeof import('./native-addon')} */
+const native = load(addonPath);
+
+module.exports = { native, addonPath };

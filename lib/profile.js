@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Heap profile sessions and the AllocationProfile view of one read.
 
@@ -126,11 +127,13 @@ const NO_LABEL_SET = 0xffffffff;
 // [Symbol.dispose]().
 
 class AllocationProfile {
+  /** @type {import('./native-addon').NativeProfile} */
   #native;
   #sets; // label-set id -> labels, for the sets of this read
   #samples;
   #head;
 
+  /** @param {import('./native-addon').NativeProfile} nativeProfile */
   constructor(nativeProfile) {
     this.#native = nativeProfile;
     this.sampleInterval = nativeProfile.sampleInterval;

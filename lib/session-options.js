@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // The options of a heap profile session: each one's rule (type, range) and default, written once
 // here for startHeapProfile() (lib/profile.js) and the agent (lib/config.js: startAgent() and the
@@ -40,4 +41,9 @@ const DEFAULTS = Object.freeze({
   maxGroups: LIMITS.defaultMaxGroups,
 });
 
-module.exports = { RULES, DEFAULTS };
+// The defaults of node:v8's startHeapProfile (lib/internal/v8/heap_profile.js of Node.js 26), which
+// heap-labels/v8 (lib/v8.js) keeps where they differ from heap-labels' own, and the proposal's
+// `labels` (samples unlabeled unless asked).
+const NODE_V8_DEFAULTS = Object.freeze({ sampleInterval: 512 * 1024, stackDepth: 16, labels: false });
+
+module.exports = { RULES, DEFAULTS, LIMITS, NODE_V8_DEFAULTS };

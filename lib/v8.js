@@ -94,10 +94,15 @@ function setHeapProfileLabels(labels) {
 
 // ---- options ---------------------------------------------------------------------------------------
 
-// Node.js' defaults for startHeapProfile (lib/internal/v8/heap_profile.js of Node.js 26); the rest
-// are heap-labels' (lib/session-options.js), which also checks every option's type and range and
-// throws with Node.js' codes (ERR_INVALID_ARG_TYPE, ERR_OUT_OF_RANGE, ERR_INVALID_ARG_VALUE).
-const NODE_DEFAULTS = Object.freeze({ sampleInterval: 512 * 1024, stackDepth: 16 });
+// Node.js' defaults for startHeapProfile, and the proposal's `labels` (NODE_V8_DEFAULTS); the rest
+// are heap-labels' (lib/session-options.js, the owner of both), which also checks every option's
+// type and range and throws with Node.js' codes (ERR_INVALID_ARG_TYPE, ERR_OUT_OF_RANGE,
+// ERR_INVALID_ARG_VALUE).
+const { NODE_V8_DEFAULTS } = require('./session-options');
+const NODE_DEFAULTS = Object.freeze({
+  sampleInterval: NODE_V8_DEFAULTS.sampleInterval,
+  stackDepth: NODE_V8_DEFAULTS.stackDepth,
+});
 
 // The options this API passes on: Node.js 26's, the proposal's groupBy and maxGroups, and
 // heap-labels' own maxLabelSets and trackAllocations. Others are ignored, as Node.js does.
@@ -127,7 +132,7 @@ function objectOptions(options = {}) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw errors.invalidArgType('options', 'of type object', options);
   }
-  const labels = options.labels ?? false;
+  const labels = options.labels ?? NODE_V8_DEFAULTS.labels;
   if (typeof labels !== 'boolean') throw errors.invalidArgType('options.labels', 'of type boolean', labels);
   if (options.groupBy !== undefined && !labels) {
     throw errors.invalidArgValue('options.groupBy', options.groupBy, 'requires options.labels to be true');

@@ -9,7 +9,11 @@
 // The runtime is the node running this script (the `node` first on PATH under `npm run build`);
 // its headers come from <prefix>/include/node, or from $HEAP_LABELS_NODE_INCLUDE. Runs under any
 // node >= 20. Options: --debug builds the dev profile; --out <dir>; --strip drops the symbol table
-// (the package's prebuilds).
+// (the package's prebuilds); --check-types leaves lib/native-addon.d.ts as it is (the test run).
+//
+// In a checkout (not in an installed package) it also generates the addon's TypeScript declarations from the Rust signatures
+// (scripts/native-types.js): into build/native-addon.d.ts, and into lib/native-addon.d.ts when they
+// differ there, unless --check-types.
 //
 // Each ABI builds in its own cargo target directory (target/node-abi<N>, or node-abi<N> under
 // $HEAP_LABELS_TARGET_BASE, which the test run sets to a directory in its cache; unless
@@ -25,6 +29,7 @@ const path = require('node:path');
 
 const root = path.resolve(__dirname, '..');
 const { supportedLines, describeLines } = require('../lib/supported-lines');
+const nativeTypes = require('./native-types');
 
 function fail(message) {
   console.error(`heap-labels build: ${message}`);
@@ -81,8 +86,17 @@ function cargoBuild(include, release, abi) {
   console.error(`heap-labels build: cargo ${args.join(' ')} (headers: ${include})`);
   const cargoHome = process.env.CARGO_HOME || path.join(os.homedir(), '.cargo');
   const remap = [`${root}=heap-labels`, `${cargoHome}=cargo`, `${include}=node-include`];
+  // In a checkout, napi-derive writes the addon's declarations (scripts/native-types.js); it does so
+  // only while the crate compiles, so without them the crate is compiled again.
+  const typeDefs = nativeTypes.inCheckout() ? nativeTypes.typeDefDir(targetDir(abi)) : undefined;
+  if (typeDefs !== undefined && !nativeTypes.hasTypeDefs(typeDefs)) {
+    fs.mkdirSync(typeDefs, { recursive: true }); // napi-derive does not create it
+    const now = new Date();
+    fs.utimesSync(path.join(root, 'src', 'lib.rs'), now, now);
+  }
   const env = {
     ...process.env,
+    ...(typeDefs === undefined ? {} : { NAPI_TYPE_DEF_TMP_FOLDER: typeDefs }),
     HEAP_LABELS_NODE_INCLUDE: include,
     HEAP_LABELS_NODE: process.execPath,
     CARGO_TARGET_DIR: targetDir(abi),
@@ -123,7 +137,7 @@ function option(name) {
   return process.argv[i + 1];
 }
 
-function main() {
+async function main() {
   const release = !process.argv.includes('--debug');
   const strip = process.argv.includes('--strip');
   const outRoot = path.resolve(option('--out') ?? path.join(root, 'build', 'prebuilds'));
@@ -132,6 +146,10 @@ function main() {
   const abi = moduleVersion(include);
   cargoBuild(include, release, abi);
   install(release, abi, outRoot, strip);
+  if (nativeTypes.inCheckout()) {
+    const typeDefs = nativeTypes.typeDefDir(targetDir(abi));
+    console.error(`heap-labels build: ${await nativeTypes.writeTypes(typeDefs, process.argv.includes('--check-types'))}`);
+  }
 }
 
-main();
+main().catch((err) => fail(err.stack || String(err)));

@@ -54,8 +54,7 @@ fn sample_labels_available() -> bool {
     *AVAILABLE.get_or_init(|| ffi::patched_api_status().sample_labels)
 }
 
-/// Signature: `(ids: Uint32Array, generations: Float64Array, samples: Float64Array,
-/// externalBytes: Float64Array, externalPeakBytes: Float64Array) => NativeCounters` - writes the
+/// Writes the
 /// rows (a set's key, `ids`/`generations`, then its counters) into the five (distinct) arrays,
 /// which lib/ keeps from read to read, so a read allocates nothing per row; when they are too
 /// short it reads nothing and says how long they must be (`rowsNeeded`).
@@ -152,7 +151,7 @@ pub fn label_counters(
     run().map_err(|e| e.throw(&env))
 }
 
-/// Signature: `(ids: Uint32Array) => NativeLabelSet[]` - the pairs of the sets with these ids that
+/// The pairs of the sets with these ids that
 /// are still interned (ids of pruned sets are left out; 0 is the overflow set).
 #[napi]
 pub fn label_set_pairs(env: Env, ids: Uint32Array) -> napi::Result<Vec<NativeLabelSet>> {
@@ -184,8 +183,7 @@ pub struct NativeGroupStats {
     pub session: u32,
 }
 
-/// Signature: `(session: number, advancePeakWindow: boolean, rows: BigInt64Array) =>
-/// NativeGroupStats | null` - the group counters of the running session `session` (0: whichever
+/// The group counters of the running session `session` (0: whichever
 /// runs)
 /// (`GROUP_ROW_WIDTH` counters per group, in `GroupTable::read`'s order) into `rows`, which lib/
 /// keeps from read to read; `null` when the session has no groupBy. A copy of at most maxGroups + 2
@@ -235,9 +233,8 @@ pub struct NativeGroupLabels {
     pub values: Vec<String>,
 }
 
-/// Signature: `(session: number, from: number) => NativeGroupLabels[]` - the labels of the running
-/// session's groups from position `from` on, in `groupStats` order (the unknown and overflow
-/// groups, 0 and 1, have none).
+/// The labels of the running session's groups from position `from` on, in `groupStats` order
+/// (the unknown and overflow groups, 0 and 1, have none).
 #[napi]
 pub fn group_labels(env: Env, session: u32, from: u32) -> napi::Result<Vec<NativeGroupLabels>> {
     let run = || -> error::Result<Vec<NativeGroupLabels>> {

@@ -205,10 +205,9 @@ impl Task for DumpTask {
     }
 }
 
-/// Signature: `(session: number, options: NativeDumpOptions) => Promise<NativeDumpResult>` -
-/// copies the running session's profile now (the event-loop pause), then encodes and writes it
-/// on a libuv worker thread.
-#[napi]
+/// Copies the running session's profile now (the event-loop pause), then encodes and writes it on a
+/// libuv worker thread.
+#[napi(ts_return_type = "Promise<NativeDumpResult>")]
 pub fn dump_profile(
     env: Env,
     session: u32,
@@ -269,15 +268,14 @@ impl Task for DeltaTask {
     }
 }
 
-/// Signature: `(base: Buffer, current: Buffer) => Promise<Buffer>` - `current - base`, two gzip'd
-/// pprof profiles of one session (samples matched by stack and labels, as `go tool pprof -base`
-/// matches them), as a gzip'd pprof; the work runs off the main thread.
-#[napi]
+/// `current - base`, two gzip'd pprof profiles of one session (samples matched by stack and labels,
+/// as `go tool pprof -base` matches them), as a gzip'd pprof; the work runs off the main thread.
+#[napi(ts_return_type = "Promise<Buffer>")]
 pub fn pprof_delta(base: Buffer, current: Buffer) -> AsyncTask<DeltaTask> {
     AsyncTask::new(DeltaTask { base, current })
 }
 
-/// Signature: `() => void` - a full garbage collection (for `?gc=1`), without `--expose-gc`.
+/// A full garbage collection (for `?gc=1`), without `--expose-gc`.
 #[napi]
 pub fn collect_garbage(env: Env) -> napi::Result<()> {
     let run = || -> error::Result<()> {

@@ -4,7 +4,7 @@
 //! lib/ validates first, with the same messages (core's `LabelError`); these are the native side's
 //! last line.
 
-use heap_labels_core::LabelError;
+use heap_labels_core::{ErrorClass, LabelError};
 use napi::{Env, Status};
 
 /// Everything the native side can fail with.
@@ -69,10 +69,12 @@ impl Error {
     /// Which JS error class this error becomes.
     pub fn js_class(&self) -> JsErrorClass {
         match self {
-            Error::Label(LabelError::DuplicateKey { .. } | LabelError::ReservedKey { .. }) => {
-                JsErrorClass::TypeError
-            }
-            Error::Label(_) | Error::InvalidOption { .. } => JsErrorClass::RangeError,
+            // The core owns the label rules' classes.
+            Error::Label(e) => match e.rule().error_class() {
+                ErrorClass::TypeError => JsErrorClass::TypeError,
+                ErrorClass::RangeError => JsErrorClass::RangeError,
+            },
+            Error::InvalidOption { .. } => JsErrorClass::RangeError,
             Error::LabelArity { .. } => JsErrorClass::TypeError,
             Error::ProfilerBusy
             | Error::Unsupported(_)

@@ -160,7 +160,7 @@ fn with_read<T>(
 
 #[napi]
 impl NativeProfile {
-    /// Signature: `() => number` - the mean bytes between samples of the session (0 once disposed).
+    /// The mean bytes between samples of the session (0 once disposed).
     #[napi(getter)]
     pub fn sample_interval(&self) -> f64 {
         self.read
@@ -168,8 +168,8 @@ impl NativeProfile {
             .map_or(0.0, |read| read.profile.sample_interval as f64)
     }
 
-    /// Signature: `() => boolean` - whether the read has allocation figures (the session reports
-    /// dead samples: patched runtime, API version 2); false once disposed.
+    /// Whether the read has allocation figures (the session reports dead samples: patched runtime,
+    /// API version 2); false once disposed.
     #[napi(getter)]
     pub fn has_allocations(&self) -> bool {
         self.read
@@ -177,13 +177,13 @@ impl NativeProfile {
             .is_some_and(|read| read.profile.allocations.is_some())
     }
 
-    /// Signature: `() => void` - frees the native copy now; every other method throws afterwards.
+    /// Frees the native copy now; every other method throws afterwards.
     #[napi]
     pub fn dispose(&mut self, env: Env) -> napi::Result<()> {
         self.release(&env)
     }
 
-    /// Signature: `() => NativeSampleColumns` - the samples as typed-array columns.
+    /// The samples as typed-array columns.
     #[napi]
     pub fn sample_columns(&self, env: Env) -> napi::Result<NativeSampleColumns> {
         with_read(&env, self, |read| {
@@ -203,8 +203,7 @@ impl NativeProfile {
         })
     }
 
-    /// Signature: `() => NativeSetKeys` - the key of every set a sample or an external entry
-    /// refers to.
+    /// The key of every set a sample or an external entry refers to.
     #[napi]
     pub fn label_set_keys(&self, env: Env) -> napi::Result<NativeSetKeys> {
         with_read(&env, self, |read| {
@@ -218,8 +217,7 @@ impl NativeProfile {
         })
     }
 
-    /// Signature: `(ids: Uint32Array) => NativeLabelSet[]` - the pairs of the read's sets with
-    /// these ids (ids the read has no set for are left out).
+    /// The pairs of the read's sets with these ids (ids the read has no set for are left out).
     #[napi]
     pub fn label_set_pairs(&self, env: Env, ids: Uint32Array) -> napi::Result<Vec<NativeLabelSet>> {
         with_read(&env, self, |read| {
@@ -233,7 +231,7 @@ impl NativeProfile {
         })
     }
 
-    /// Signature: `() => NativeExternal[]`.
+    /// External bytes per label set of the read, and the unlabeled total last (when not 0).
     #[napi]
     pub fn external_bytes(&self, env: Env) -> napi::Result<Vec<NativeExternal>> {
         with_read(&env, self, |read| {
@@ -256,8 +254,7 @@ impl NativeProfile {
         })
     }
 
-    /// Signature: `(key?: string) => NativeGroupColumns` - estimates per label set or per value
-    /// of `key`, largest first.
+    /// Estimates per label set or per value of `key`, largest first.
     #[napi]
     pub fn by_label(&self, env: Env, key: Option<String>) -> napi::Result<NativeGroupColumns> {
         with_read(&env, self, |read| {
@@ -299,7 +296,7 @@ impl NativeProfile {
         })
     }
 
-    /// Signature: `() => Buffer` - gzip-compressed pprof `profile.proto`.
+    /// Gzip-compressed pprof `profile.proto`.
     #[napi]
     pub fn to_pprof(&self, env: Env) -> napi::Result<Buffer> {
         with_read(&env, self, |read| {
@@ -307,8 +304,8 @@ impl NativeProfile {
         })
     }
 
-    /// Signature: `(options: NativeOtlpOptions) => Buffer` - an encoded OTLP `ProfilesData`
-    /// message (uncompressed), translated from the same pprof message `toPprof()` encodes.
+    /// An encoded OTLP `ProfilesData` message (uncompressed), translated from the same pprof
+    /// message `toPprof()` encodes.
     #[napi]
     pub fn to_otlp(&self, env: Env, options: NativeOtlpOptions) -> napi::Result<Buffer> {
         let encoded = with_read(&env, self, |read| {
@@ -319,13 +316,13 @@ impl NativeProfile {
             .map_err(|e| Error::Native(e.to_string()).throw(&env))
     }
 
-    /// Signature: `() => string` - DevTools `.heapprofile` JSON.
+    /// DevTools `.heapprofile` JSON.
     #[napi]
     pub fn to_heap_profile_json(&self, env: Env) -> napi::Result<String> {
         with_read(&env, self, |read| heapprofile::to_string(&read.profile))
     }
 
-    /// Signature: `() => string` - the `.heapprofile`'s call tree alone (`head`), as JSON.
+    /// The `.heapprofile`'s call tree alone (`head`), as JSON.
     #[napi]
     pub fn head_json(&self, env: Env) -> napi::Result<String> {
         with_read(&env, self, |read| {

@@ -58,6 +58,8 @@ pub struct NativeSessionLimits {
     pub default_max_label_sets: u32,
     pub max_group_by_keys: u32,
     pub max_group_key_bytes: u32,
+    /// A projection with a longer value goes to the overflow group.
+    pub max_group_value_bytes: u32,
     pub max_groups: u32,
     pub default_max_groups: u32,
 }

@@ -1,5 +1,7 @@
 //! heap-labels: the native addon behind the `heap-labels` package (label-aware heap profiling for
-//! Node.js). lib/ is its only caller; every export documents its JS signature.
+//! Node.js). lib/ is its only caller, through lib/native.js; the exports' TypeScript declarations,
+//! lib/native-addon.d.ts, are generated from the `#[napi]` items here by napi-rs's type generation
+//! (scripts/build.js), so the Rust signatures are the only ones written.
 //!
 //! Layout, from the bottom up (a module imports only those before it): `allocations` (dead-sample
 //! totals for allocation figures), `v8_callbacks` (everything V8 calls into Rust, with its
@@ -41,10 +43,14 @@ use crate::js_types::{NativeCapabilities, NativeSessionLimits, NativeStartOption
 use crate::state::isolate_state;
 use crate::state::SessionOptions;
 
-/// Signature: `(key: object) => object` - registers lib/'s AsyncLocalStorage as the labels key,
-/// unless one is registered already, and returns the registered one: every lib/ instance sharing
-/// this addon instance (one per vm context, as Jest loads it) uses the same storage.
-#[napi]
+/// Registers lib/'s AsyncLocalStorage as the labels key, unless one is registered already, and
+/// returns the registered one: every lib/ instance sharing this addon instance (one per vm context,
+/// as Jest loads it) uses the same storage.
+#[napi(
+    ts_generic_types = "Key extends object",
+    ts_args_type = "key: Key",
+    ts_return_type = "Key"
+)]
 pub fn register_labels_key<'env>(env: &'env Env, key: Object<'env>) -> napi::Result<Object<'env>> {
     let run = || -> error::Result<Object<'env>> {
         let state = isolate_state(env)?;
@@ -58,26 +64,68 @@ pub fn register_labels_key<'env>(env: &'env Env, key: Object<'env>) -> napi::Res
     run().map_err(|e| e.throw(env))
 }
 
-/// The limits of a label set, defined once in the core (`heap_labels_core::labels`): lib/ checks
-/// user labels against these and names them in its errors.
+/// The rules of a label set, defined once in the core (`heap_labels_core::labels` and its
+/// `LabelRule`s): lib/ checks user labels against these up front, in this order, throwing each
+/// rule's error class, and names the limits in its errors.
 #[napi(object)]
-pub struct NativeLabelLimits {
+pub struct NativeLabelRules {
     pub max_labels: u32,
     pub max_key_bytes: u32,
     pub max_value_bytes: u32,
-    /// Keys starting with this are heap-labels' own (the overflow set's key).
-    pub reserved_key_prefix: String,
+    /// The keys user labels may not have.
+    pub reserved_keys: Vec<NativeReservedKey>,
+    /// Every rule, in the order a set is checked against them.
+    pub checks: Vec<NativeLabelCheck>,
 }
 
-/// Signature: `() => NativeLabelLimits`.
+/// A reserved key (`heap_labels_core::ReservedKey`).
+#[napi(object)]
+pub struct NativeReservedKey {
+    pub text: String,
+    /// Whether every key starting with `text` is reserved (else `text` alone).
+    pub prefix: bool,
+    /// Why, as the error says after "is reserved: ".
+    pub reason: String,
+}
+
+/// One rule of a label set (`heap_labels_core::LabelRule`).
+#[napi(object)]
+pub struct NativeLabelCheck {
+    pub name: String,
+    /// Whether the rule is checked pair by pair (pairs in key order, each against every such
+    /// rule in turn), else on the whole set.
+    pub per_pair: bool,
+    /// The class of the error that says the rule was broken.
+    #[napi(ts_type = "'TypeError' | 'RangeError'")]
+    pub error_class: String,
+}
+
+/// The label rules, read by lib/ once at load.
 #[napi]
-pub fn label_limits() -> NativeLabelLimits {
-    use heap_labels_core::{MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, RESERVED_KEY_PREFIX};
-    NativeLabelLimits {
+pub fn label_rules() -> NativeLabelRules {
+    use heap_labels_core::{
+        LabelRule, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, PAIR_CHECKS, RESERVED_KEYS,
+    };
+    NativeLabelRules {
         max_labels: MAX_LABELS as u32,
         max_key_bytes: MAX_KEY_BYTES as u32,
         max_value_bytes: MAX_VALUE_BYTES as u32,
-        reserved_key_prefix: RESERVED_KEY_PREFIX.to_owned(),
+        reserved_keys: RESERVED_KEYS
+            .iter()
+            .map(|r| NativeReservedKey {
+                text: r.text.to_owned(),
+                prefix: r.prefix,
+                reason: r.reason.to_owned(),
+            })
+            .collect(),
+        checks: LabelRule::ALL
+            .iter()
+            .map(|rule| NativeLabelCheck {
+                name: rule.name().to_owned(),
+                per_pair: PAIR_CHECKS.contains(rule),
+                error_class: rule.error_class().name().to_owned(),
+            })
+            .collect(),
     }
 }
 
@@ -99,7 +147,7 @@ fn write_set_key(
     Ok(())
 }
 
-/// Signature: `() => NativeSessionLimits`.
+/// The session options' ranges and default caps.
 #[napi]
 pub fn session_limits() -> NativeSessionLimits {
     NativeSessionLimits {
@@ -109,14 +157,15 @@ pub fn session_limits() -> NativeSessionLimits {
         default_max_label_sets: heap_labels_core::DEFAULT_MAX_SETS as u32,
         max_group_by_keys: heap_labels_core::MAX_GROUP_BY_KEYS as u32,
         max_group_key_bytes: heap_labels_core::MAX_GROUP_KEY_BYTES as u32,
+        max_group_value_bytes: heap_labels_core::MAX_GROUP_VALUE_BYTES as u32,
         max_groups: heap_labels_core::MAX_GROUPS as u32,
         default_max_groups: heap_labels_core::DEFAULT_MAX_GROUP_COUNT as u32,
     }
 }
 
-/// Signature: `(keys: string[], values: string[]) => object` - interns the pairs and returns a new
-/// label holder bound to their set (to the overflow set when the registry is full; see
-/// `bindLabelHolder`; the empty set binds to no labels). lib/ gives it its `labels` property.
+/// Interns the pairs and returns a new label holder bound to their set (to the overflow set when
+/// the registry is full; see `bindLabelHolder`; the empty set binds to no labels). lib/ gives it
+/// its `labels` property.
 #[napi]
 pub fn create_label_holder<'env>(
     env: &'env Env,
@@ -135,11 +184,11 @@ pub fn create_label_holder<'env>(
     run().map_err(|e| e.throw(env))
 }
 
-/// Signature: `(holder: object, setKey: Float64Array) => boolean` - whether the holder is bound to
-/// its own label set or to no labels (its set's key then in `setKey[0..2]`), after binding it to
-/// its set if it was bound to the overflow set and the registry has room now; `setKey[2]` is the
-/// holder's serial number either way (see `liveLabelHolder`). lib/ calls it for every new holder,
-/// and so learns the key of every set it makes a holder for.
+/// Whether the holder is bound to its own label set or to no labels (its set's key then in
+/// `setKey[0..2]`), after binding it to its set if it was bound to the overflow set and the
+/// registry has room now; `setKey[2]` is the holder's serial number either way (see
+/// `liveLabelHolder`). lib/ calls it for every new holder, and so learns the key of every set it
+/// makes a holder for.
 #[napi]
 pub fn bind_label_holder(
     env: Env,
@@ -161,10 +210,10 @@ pub fn bind_label_holder(
     run().map_err(|e| e.throw(&env))
 }
 
-/// Signature: `(bucket: object) => object` - a request holder (late binding, docs/architecture.md):
-/// a label holder whose word is a new request cell bound to the set of `bucket` (a label holder
-/// with labels of its own: the request's unrouted bucket). What runs under it is resolved at read
-/// time to the set the cell is bound to then (`bindRequestHolder`).
+/// A request holder (late binding, docs/architecture.md): a label holder whose word is a new
+/// request cell bound to the set of `bucket` (a label holder with labels of its own: the request's
+/// unrouted bucket). What runs under it is resolved at read time to the set the cell is bound to
+/// then (`bindRequestHolder`).
 #[napi]
 pub fn create_request_holder<'env>(
     env: &'env Env,
@@ -181,10 +230,10 @@ pub fn create_request_holder<'env>(
     run().map_err(|e| e.throw(env))
 }
 
-/// Signature: `(request: object, route: object) => boolean` - binds the cell of `request` (from
-/// `createRequestHolder`) to the set of `route` (a label holder with labels of its own): the
-/// request's samples and external bytes so far move to it, and later ones are taken under it.
-/// False when it was bound to that set already or has used its bindings (8).
+/// Binds the cell of `request` (from `createRequestHolder`) to the set of `route` (a label holder
+/// with labels of its own): the request's samples and external bytes so far move to it, and later
+/// ones are taken under it. False when it was bound to that set already or has used its bindings
+/// (8).
 #[napi]
 pub fn bind_request_holder(env: Env, request: Object<'_>, route: Object<'_>) -> napi::Result<bool> {
     let run = || -> error::Result<bool> {
@@ -194,12 +243,11 @@ pub fn bind_request_holder(env: Env, request: Object<'_>, route: Object<'_>) -> 
     run().map_err(|e| e.throw(&env))
 }
 
-/// Signature: `(serial: number) => object | undefined` - the label holder with that serial number
-/// (from `bindLabelHolder`) while it is alive. How lib/ finds a label object's holder again: a JS
-/// WeakRef would keep every holder it dereferenced alive until the end of the job, and with it
-/// its label set, so a synchronous batch of items with labels of their own would fill
-/// `maxLabelSets` with sets nothing uses. `undefined` when it is gone, never `null` (what napi-rs
-/// makes of `None`): lib/ tells "gone" by `=== undefined`.
+/// The label holder with that serial number (from `bindLabelHolder`) while it is alive. How lib/
+/// finds a label object's holder again: a JS WeakRef would keep every holder it dereferenced alive
+/// until the end of the job, and with it its label set, so a synchronous batch of items with labels
+/// of their own would fill `maxLabelSets` with sets nothing uses. `undefined` when it is gone,
+/// never `null` (what napi-rs makes of `None`): lib/ tells "gone" by `=== undefined`.
 #[napi]
 pub fn live_label_holder(env: &Env, serial: f64) -> napi::Result<Either<Object<'_>, Undefined>> {
     let run = || -> error::Result<Either<Object<'_>, Undefined>> {
@@ -221,8 +269,8 @@ pub fn live_label_holder(env: &Env, serial: f64) -> napi::Result<Either<Object<'
 /// 2^53 - 1: the largest integer a JS number holds exactly (serial numbers stay below it).
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_991.0;
 
-/// Signature: `(key: object) => unknown` - the value stored under `key` in the current
-/// AsyncContextFrame, or `undefined` when the continuation data is not a frame (ACF off).
+/// The value stored under `key` in the current AsyncContextFrame, or `undefined` when the
+/// continuation data is not a frame (ACF off).
 #[napi]
 pub fn frame_value<'env>(
     env: &'env Env,
@@ -243,7 +291,7 @@ pub fn frame_value<'env>(
     run().map_err(|e| e.throw(env))
 }
 
-/// Signature: `() => NativeCapabilities` - run-time probe of the patched-V8 API.
+/// Run-time probe of the patched-V8 API.
 #[napi]
 pub fn native_capabilities() -> NativeCapabilities {
     let status = ffi::patched_api_status();
@@ -260,8 +308,7 @@ pub fn native_capabilities() -> NativeCapabilities {
     }
 }
 
-/// Signature: `(options: NativeStartOptions) => number` - starts the isolate's sampling heap
-/// profiler; returns the session id.
+/// Starts the isolate's sampling heap profiler; returns the session id.
 #[napi]
 pub fn start_profile(env: Env, options: NativeStartOptions) -> napi::Result<u32> {
     let run = || -> error::Result<u32> {
@@ -272,8 +319,8 @@ pub fn start_profile(env: Env, options: NativeStartOptions) -> napi::Result<u32>
     run().map_err(|e| e.throw(&env))
 }
 
-/// Signature: `(session: number, resetAllocations: boolean) => NativeProfile` - reads the running
-/// session's profile; `resetAllocations` starts a new allocation window after this read.
+/// Reads the running session's profile; `resetAllocations` starts a new allocation window after
+/// this read.
 #[napi]
 pub fn read_profile(
     env: Env,
@@ -292,7 +339,7 @@ pub fn read_profile(
     run().map_err(|e| e.throw(&env))
 }
 
-/// Signature: `(session: number) => NativeProfile` - reads the last profile, then stops.
+/// Reads the last profile, then stops.
 #[napi]
 pub fn stop_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
     let run = || -> error::Result<NativeProfile> {
@@ -301,7 +348,7 @@ pub fn stop_profile(env: Env, session: u32) -> napi::Result<NativeProfile> {
     run().map_err(|e| e.throw(&env))
 }
 
-/// Signature: `() => NativeStats`.
+/// Counters of the label machinery (tests, `stats()`); prunes the registry first.
 #[napi]
 pub fn stats(env: Env) -> napi::Result<NativeStats> {
     let run = || -> error::Result<NativeStats> {

@@ -46,8 +46,7 @@ pub struct NativeNearHeapLimitOptions {
     pub labeled: bool,
 }
 
-/// Signature: `(session: number, options: NativeNearHeapLimitOptions) => void` - arms the
-/// near-heap-limit dump for the running session `session` (replacing an armed one).
+/// Arms the near-heap-limit dump for the running session `session` (replacing an armed one).
 #[napi]
 pub fn arm_near_heap_limit(
     env: Env,
@@ -85,7 +84,7 @@ pub fn arm_near_heap_limit(
     run().map_err(|e| e.throw(&env))
 }
 
-/// Signature: `() => void`.
+/// Disarms the near-heap-limit dump, if one is armed.
 #[napi]
 pub fn disarm_near_heap_limit(env: Env) -> napi::Result<()> {
     let run = || -> error::Result<()> {

@@ -48,9 +48,8 @@ impl NativeOtlpOptions {
     }
 }
 
-/// Signature: `(pprof: Buffer, options: NativeOtlpOptions) => Buffer` - a pprof profile
-/// (gzip-compressed or not) as an encoded OTLP `ProfilesData` message; throws on input that is
-/// not a pprof profile.
+/// A pprof profile (gzip-compressed or not) as an encoded OTLP `ProfilesData` message; throws on
+/// input that is not a pprof profile.
 #[napi]
 pub fn pprof_to_otlp(env: Env, pprof: Buffer, options: NativeOtlpOptions) -> napi::Result<Buffer> {
     otlp::from_pprof_bytes(&pprof, &options.to_core())

@@ -66,3 +66,240 @@ test('the agent\'s options: lib/config.js, AgentOptions in lib/index.d.ts and do
     'the table of docs/operations.md',
   );
 });
+
+// ---- numbers -------------------------------------------------------------------------------------
+// Every default, limit and range of the label rules, the session options (startHeapProfile(),
+// heap-labels/v8) and the agent's options written in lib/*.d.ts, docs/*.md and README.md, against
+// its owner's value: the label rules' from the core (the addon's labelRules()), the session
+// options' from lib/session-options.js (its ranges from the addon's sessionLimits()), the agent's
+// from lib/config.js (describeOptions()). The option docs of the .d.ts interfaces and the option
+// tables of the docs are read whole (any range or default a member or row states); the prose
+// statements are listed below, each required to be found, so that rewording one means updating it
+// here rather than dropping it unchecked.
+
+const { native } = require('../lib/native');
+const session = require('../lib/session-options');
+const { describeOptions } = require('../lib/config');
+
+const RULES = native.labelRules();
+const AGENT = new Map(describeOptions().map((o) => [o.option, o]));
+const AGENT_BY_ENV = new Map(describeOptions().map((o) => [o.env, o]));
+const RESERVED = RULES.reservedKeys.map((r) => r.text);
+
+// Text as one line: comment continuations (` * `, `// `) and line breaks become single spaces.
+const flat = (text) => text.replace(/\n\s*(?:\*(?!\/)|\/\/)?[ \t]*/g, ' ').replace(/[ \t]+/g, ' ');
+
+const NUMBER = String.raw`2\^32 ?- ?1|\d+(?:,\d{3})*(?:\.\d+)?(?: (?:KiB|MiB))?`;
+
+// A number as written: 2^32-1, 65,536, 0.1, 512 KiB, 4 MiB.
+function num(text) {
+  const t = text.trim();
+  if (/^2\^32 ?- ?1$/.test(t)) return 2 ** 32 - 1;
+  const m = /^(\d+(?:,\d{3})*(?:\.\d+)?)(?: (KiB|MiB))?$/.exec(t);
+  assert.ok(m, `${JSON.stringify(text)} is not a number`);
+  return Number(m[1].replaceAll(',', '')) * (m[2] === 'KiB' ? 1024 : m[2] === 'MiB' ? 1024 * 1024 : 1);
+}
+
+// Whether `text` (a default as written: 524288, 512 KiB, on, 'SIGUSR2', `off`, none) says `value`.
+function saysValue(text, value) {
+  const t = text.trim().replace(/^[`'"]|[`'"]$/g, '');
+  if (typeof value === 'number') return new RegExp(`^(?:${NUMBER})$`).test(t) && num(t) === value;
+  if (value === true) return t === 'true' || t === 'on';
+  if (value === false) return t === 'false' || t === 'off';
+  if (value === null) return ['off', 'none', 'null', "off'/null"].includes(t);
+  if (typeof value === 'string') return t === value;
+  if (typeof value === 'object' && Object.keys(value).length === 0) return t === 'none';
+  return false;
+}
+
+// Defaults that depend on the process and are described in words, not values: where each doc's
+// statement must start.
+const DESCRIBED_DEFAULTS = {
+  dir: ['the working directory'],
+  serviceName: ['OTEL_SERVICE_NAME', '`OTEL_SERVICE_NAME`'],
+};
+
+function checkDefault(where, option, text, value) {
+  if (DESCRIBED_DEFAULTS[option]) {
+    assert.ok(DESCRIBED_DEFAULTS[option].some((d) => text.startsWith(d)), `${where}: ${option}'s default is "${text}"`);
+    return;
+  }
+  assert.ok(saysValue(text, value), `${where}: ${option}'s default is written "${text}", its owner's is ${JSON.stringify(value)}`);
+}
+
+// The ranges (`a..b`, `a to b`, with `dash` also `a-b`) and defaults (`default x`, `(default x)`,
+// `x (default)`) a piece of option documentation states.
+function statements(text, dash = false) {
+  const to = dash ? String.raw`\.\.=?| to |-` : String.raw`\.\.=?| to `;
+  const ranges = [...text.matchAll(new RegExp(`(?<![\\w.])(${NUMBER})( \\(off\\))?(?:${to})(${NUMBER})(?!\\w|\\.\\d)`, 'g'))].map(
+    (m) => ({ min: num(m[1]), max: num(m[3]), text: m[0] }),
+  );
+  const defaults = [
+    ...[...text.matchAll(new RegExp(`\\bdefault:? ((?:${NUMBER})(?!\\w|\\.\\d)|[^\\s,;:)]+(?: working directory)?)`, 'g'))].map((m) => m[1].replace(/\.$/, '')),
+    ...[...text.matchAll(/(\S+) \(default\)/g)].map((m) => m[1]),
+  ];
+  return { ranges, defaults };
+}
+
+// The members of `export interface name { ... }` in a .d.ts, each with its doc comment.
+function interfaceMembers(file, name) {
+  const text = read(file);
+  const start = text.indexOf(`export interface ${name} {`);
+  assert.ok(start >= 0, `${file} declares ${name}`);
+  const body = text.slice(start, text.indexOf('\n}', start));
+  return [...body.matchAll(/\/\*\*([\s\S]*?)\*\/\s*(\w+)\??:/g)].map((m) => ({ option: m[2], doc: flat(m[1]).trim() }));
+}
+
+// What a session option's documentation may state: its rule's range and its default.
+function sessionOwner(option, defaults) {
+  const rule = session.RULES[option];
+  const bounds =
+    rule?.type === 'integer' ? { min: rule.min, max: rule.max } : rule?.type === 'keys' ? { min: 1, max: rule.maxKeys } : undefined;
+  return { bounds, default: defaults[option], hasDefault: Object.hasOwn(defaults, option) };
+}
+
+function checkOptionDoc(where, option, doc, owner, dash = false) {
+  const { ranges, defaults } = statements(doc, dash);
+  for (const range of ranges) {
+    assert.ok(owner.bounds, `${where}: ${option} states a range (${range.text}), but its owner has none`);
+    assert.deepEqual([range.min, range.max], [owner.bounds.min, owner.bounds.max], `${where}: ${option}'s range ${range.text}`);
+  }
+  if (owner.bounds?.off !== undefined && ranges.length) {
+    assert.match(doc, /\b0 \(off\)|\b0 or\b|\(0: off\)/, `${where}: ${option} says 0 turns it off`);
+  }
+  for (const text of defaults) {
+    assert.ok(owner.hasDefault, `${where}: ${option} states a default (${text}), but its owner has none`);
+    checkDefault(where, option, text, owner.default);
+  }
+  return ranges.length + defaults.length;
+}
+
+test('label limits and reserved keys: lib/index.d.ts, docs/api.md and docs/architecture.md state the core\'s', () => {
+  const limits = [RULES.maxLabels, RULES.maxKeyBytes, RULES.maxValueBytes];
+  const claims = [
+    ['lib/index.d.ts', /At most (\d+) labels; keys 1\.\.(\d+) bytes and values 0\.\.(\d+) bytes of UTF-8/, limits],
+    ['lib/index.d.ts', /keys starting with `([^`]+)` and `([^`]+)` are reserved/, RESERVED],
+    ['docs/api.md', /limits: \{ maxLabels: (\d+), maxKeyBytes: (\d+), maxValueBytes: (\d+) \}/, limits],
+    ['docs/api.md', /more than (\d+) labels, keys over (\d+) bytes or values over (\d+) bytes of UTF-8/, limits],
+    ['docs/api.md', /Keys starting with `([^`]+)` are reserved \(the overflow set's\), and so is `([^`]+)`/, RESERVED],
+    ['docs/architecture.md', /at most (\d+) pairs, keys 1\.\.=(\d+) bytes, values 0\.\.=(\d+) bytes/, limits],
+    ['docs/architecture.md', /Reserved keys \(`is_reserved_key`, also checked by lib\/\): the `([^`]+)` namespace/, [RESERVED[0]]],
+  ];
+  for (const [file, re, expected] of claims) {
+    const m = re.exec(flat(read(file)));
+    assert.ok(m, `${file} no longer says ${re}: update this test with it`);
+    const written = m.slice(1).map((v) => (/^\d+$/.test(v) ? Number(v) : v));
+    assert.deepEqual(written, expected, `${file}: ${m[0]}`);
+  }
+  assert.deepEqual(require(root).limits, { maxLabels: RULES.maxLabels, maxKeyBytes: RULES.maxKeyBytes, maxValueBytes: RULES.maxValueBytes });
+});
+
+test('session options: HeapProfileOptions (lib/index.d.ts), StartHeapProfileOptions (lib/v8.d.ts) and the docs state lib/session-options.js\'s ranges and defaults', () => {
+  const v8Defaults = { ...session.DEFAULTS, ...session.NODE_V8_DEFAULTS };
+  let stated = 0;
+  for (const [file, name, defaults] of [
+    ['lib/index.d.ts', 'HeapProfileOptions', session.DEFAULTS],
+    ['lib/v8.d.ts', 'StartHeapProfileOptions', v8Defaults],
+  ]) {
+    for (const { option, doc } of interfaceMembers(file, name)) {
+      stated += checkOptionDoc(`${file} ${name}`, option, doc, sessionOwner(option, defaults));
+      // "Integer >= 1": the least value.
+      for (const m of doc.matchAll(/[Ii]nteger >= (\d+)/g)) assert.equal(Number(m[1]), session.RULES[option].min, `${file}: ${option}`);
+      // groupBy's keys: "of at most N bytes".
+      for (const m of doc.matchAll(/keys of at most (\d+) bytes/g)) assert.equal(Number(m[1]), session.RULES.groupBy.maxKeyBytes, `${file}: ${option}`);
+    }
+  }
+  assert.ok(stated >= 16, `only ${stated} ranges and defaults found in the option docs: did the format change?`);
+
+  // docs/api.md's signature: `option?: type /* default */`.
+  const api = flat(read('docs/api.md'));
+  const signature = api.slice(api.indexOf('startHeapProfile(options?: {'), api.indexOf('}): HeapProfileHandle;'));
+  const inline = [...signature.matchAll(/(\w+)\?: \w+ \/\* ([^*]+?) \*\//g)];
+  assert.ok(inline.length >= 4, 'docs/api.md: startHeapProfile\'s defaults');
+  for (const [, option, text] of inline) checkDefault('docs/api.md startHeapProfile', option, text, session.DEFAULTS[option]);
+
+  // docs/v8-api.md's signature: `option?: type; // comment`.
+  const v8api = read('docs/v8-api.md');
+  const block = v8api.slice(v8api.indexOf('startHeapProfile(options?: {'), v8api.indexOf('}): HeapProfileHandle;'));
+  let v8stated = 0;
+  for (const m of block.matchAll(/^ {2}(\w+)\?: [^;]+; *\/\/ (.*)$/gm)) {
+    // Code comments there write ranges as `a-b`.
+    v8stated += checkOptionDoc('docs/v8-api.md startHeapProfile', m[1], m[2], sessionOwner(m[1], v8Defaults), true);
+    for (const b of m[2].matchAll(/<= (\d+) bytes each/g)) assert.equal(Number(b[1]), session.RULES.groupBy.maxKeyBytes, 'docs/v8-api.md groupBy');
+  }
+  assert.ok(v8stated >= 5, `docs/v8-api.md: only ${v8stated} ranges and defaults found`);
+
+  // Prose.
+  const claims = [
+    ['README.md', /startHeapProfile\(\); +\/\/ V8's sampling heap profiler, (\d+ KiB)/, (m) => [num(m[1]), session.DEFAULTS.sampleInterval]],
+    ['docs/architecture.md', /A session started with `groupBy` \((\d+)-(\d+) keys\)/, (m) => [[Number(m[1]), Number(m[2])], [1, session.RULES.groupBy.maxKeys]]],
+    ['docs/architecture.md', /a value over (\d+) bytes or `maxGroups` projections/, (m) => [Number(m[1]), session.LIMITS.maxGroupValueBytes]],
+    ['docs/v8-api.md', /the \*\*overflow\*\* group \(a value over (\d+) bytes/, (m) => [Number(m[1]), session.LIMITS.maxGroupValueBytes]],
+    ['lib/index.d.ts', /'overflow' \(second: a value over (\d+) bytes/, (m) => [Number(m[1]), session.LIMITS.maxGroupValueBytes]],
+  ];
+  for (const [file, re, values] of claims) {
+    const m = re.exec(flat(read(file)));
+    assert.ok(m, `${file} no longer says ${re}: update this test with it`);
+    const [written, owner] = values(m);
+    assert.deepEqual(written, owner, `${file}: ${m[0]}`);
+  }
+});
+
+test('agent options: AgentOptions (lib/index.d.ts), the option tables and the prose of the docs state lib/config.js\'s ranges and defaults', () => {
+  const owner = (option) => {
+    const o = AGENT.get(option);
+    assert.ok(o, `no agent option ${option}`);
+    return { bounds: o.bounds, default: o.default, hasDefault: true };
+  };
+  let stated = 0;
+  for (const { option, doc } of interfaceMembers('lib/index.d.ts', 'AgentOptions')) {
+    stated += checkOptionDoc('lib/index.d.ts AgentOptions', option, doc, owner(option));
+    for (const m of doc.matchAll(/at most (\d+)\b/g)) assert.equal(Number(m[1]), AGENT.get(option).bounds.max, `AgentOptions.${option}: ${m[0]}`);
+  }
+  assert.ok(stated >= 25, `AgentOptions: only ${stated} ranges and defaults found: did the format change?`);
+
+  // Every option table (`| variable | option | accepts | default |`), in docs/*.md and README.md.
+  const files = ['README.md', ...fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  let rows = 0;
+  for (const file of files) {
+    for (const m of read(file).matchAll(/^\| `(HEAP_LABELS_\w+)` \| `(\w+)` \| (.*) \| (.*) \|$/gm)) {
+      const [, env, option, accepts, written] = m;
+      assert.equal(AGENT.get(option)?.env, env, `${file}: ${option}'s variable`);
+      checkOptionDoc(`${file} (table)`, option, accepts, { ...owner(option), hasDefault: false });
+      checkDefault(`${file} (table)`, option, written, AGENT.get(option).default);
+      rows++;
+    }
+  }
+  assert.ok(rows >= AGENT.size, `only ${rows} option rows in the docs' tables`);
+
+  // Prose: `HEAP_LABELS_X`, default N / (`option`, a..b, default N) / HEAP_LABELS_X="v": must be an integer in a..b.
+  for (const file of files) {
+    const text = flat(read(file));
+    for (const m of text.matchAll(/`(HEAP_LABELS_\w+)`, default ([^\s,;:)]+)/g)) {
+      checkDefault(file, AGENT_BY_ENV.get(m[1]).option, m[2], AGENT_BY_ENV.get(m[1]).default);
+    }
+    for (const m of text.matchAll(/\(`(\w+)`, ([^()]*?default [^\s,;:)]+)\)/g)) {
+      if (AGENT.has(m[1])) checkOptionDoc(file, m[1], m[2], owner(m[1]));
+    }
+    for (const m of text.matchAll(new RegExp(`(HEAP_LABELS_\\w+)="[^"]*": must be an integer in (${NUMBER})\\.\\.(${NUMBER})`, 'g'))) {
+      const { bounds } = AGENT_BY_ENV.get(m[1]);
+      assert.deepEqual([num(m[2]), num(m[3])], [bounds.min, bounds.max], `${file}: ${m[0]}`);
+    }
+  }
+  const ops = flat(read('docs/operations.md'));
+  const defaults = Object.fromEntries([...AGENT].map(([option, o]) => [option, o.default]));
+  const claims = [
+    [/`HEAP_LABELS_WATCH_PERIODS` \(k = (\d+)\)/, (m) => [Number(m[1]), defaults.watchPeriods]],
+    [
+      /`HEAP_LABELS_WATCH_MIN_GROWTH` bytes \((\d+ MiB), (\d+) default sampling intervals\)/,
+      (m) => [[num(m[1]), Number(m[2])], [defaults.watchMinGrowth, defaults.watchMinGrowth / defaults.sampleInterval]],
+    ],
+    [/`HEAP_LABELS_WATCH_MIN_GROWTH_PERCENT` \((\d+) %\)/, (m) => [Number(m[1]), defaults.watchMinGrowthPercent]],
+  ];
+  for (const [re, values] of claims) {
+    const m = re.exec(ops);
+    assert.ok(m, `docs/operations.md no longer says ${re}: update this test with it`);
+    const [written, value] = values(m);
+    assert.deepEqual(written, value, `docs/operations.md: ${m[0]}`);
+  }
+});

@@ -105,6 +105,14 @@ test('label rules: lib/ throws what the core throws for the same labels (core\'s
     [['__proto__', 'x']],
     [['heap_labels.mine', '1']],
     [['q"uote\n', 'x'.repeat(1025)]],
+    // Pairs breaking two rules: the first of the core's checks names the error (a reserved key is
+    // reserved whatever its length), and pairs are checked in key order.
+    [[`heap_labels.${'k'.repeat(200)}`, 'v']],
+    [['__proto__', 'x'.repeat(2000)]],
+    [['k'.repeat(200), 'x'.repeat(2000)]],
+    [['', 'x'.repeat(2000)]],
+    [['b', 'x'.repeat(2000)], ['a', 'x'.repeat(2000)]],
+    [['b', 'x'.repeat(2000)], ['heap_labels.a', 'v']],
   ];
   for (const pairs of cases) {
     let core;

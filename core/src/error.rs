@@ -1,13 +1,16 @@
 //! The one error enum of the crate.
 //!
 //! Every fallible operation in `heap-labels-core` is label validation; the encoders cannot fail
-//! (they write to memory). The addon maps each variant to a JS `TypeError`/`RangeError` at the napi
-//! boundary; the messages name the offending key so that they are useful on their own. These
-//! messages are the label rules' one wording: lib/labels.js checks the same rules up front (so
-//! that a fresh label object costs no native call) and words them the same, which
+//! (they write to memory). Each variant breaks one [`LabelRule`], whose [`ErrorClass`] the addon
+//! throws it as at the napi boundary; the messages name the offending key so that they are useful
+//! on their own. These messages and classes are the label rules' one wording: lib/labels.js checks
+//! the same rules up front (so that a fresh label object costs no native call), takes each rule's
+//! class from here (the addon's `labelRules()`) and words them the same, which
 //! tests/validation.test.js holds it to against this crate's own checks.
 
 use thiserror::Error;
+
+use crate::labels::RESERVED_KEYS;
 
 /// Why a list of label pairs was rejected by [`LabelRegistry::intern`](crate::LabelRegistry::intern).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -46,9 +49,93 @@ fn json(key: &str) -> String {
 }
 
 fn reserved_reason(key: &str) -> &'static str {
-    if key == "__proto__" {
-        "assigning it to an object sets the prototype instead of a label"
-    } else {
-        "keys starting with \"heap_labels.\" are heap-labels' own (the overflow set's key)"
+    RESERVED_KEYS
+        .iter()
+        .find(|r| {
+            if r.prefix {
+                key.starts_with(r.text)
+            } else {
+                key == r.text
+            }
+        })
+        .map_or("", |r| r.reason)
+}
+
+/// The JavaScript error class a broken label rule is thrown as: `TypeError` for what a key or a
+/// value may not be, `RangeError` for a size past a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    TypeError,
+    RangeError,
+}
+
+impl ErrorClass {
+    /// The class's JavaScript name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            ErrorClass::TypeError => "TypeError",
+            ErrorClass::RangeError => "RangeError",
+        }
+    }
+}
+
+/// The rules a label set is checked against, one per [`LabelError`] variant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LabelRule {
+    TooManyLabels,
+    EmptyKey,
+    ReservedKey,
+    KeyTooLong,
+    ValueTooLong,
+    DuplicateKey,
+}
+
+impl LabelRule {
+    /// Every rule, in the order a set is checked against them (the pairs' checks in the order of
+    /// [`PAIR_CHECKS`](crate::labels::PAIR_CHECKS)).
+    pub const ALL: [LabelRule; 6] = [
+        LabelRule::TooManyLabels,
+        LabelRule::EmptyKey,
+        LabelRule::ReservedKey,
+        LabelRule::KeyTooLong,
+        LabelRule::ValueTooLong,
+        LabelRule::DuplicateKey,
+    ];
+
+    /// The rule's name where lib/ reads it (camelCase, as the variant).
+    pub const fn name(self) -> &'static str {
+        match self {
+            LabelRule::TooManyLabels => "tooManyLabels",
+            LabelRule::EmptyKey => "emptyKey",
+            LabelRule::ReservedKey => "reservedKey",
+            LabelRule::KeyTooLong => "keyTooLong",
+            LabelRule::ValueTooLong => "valueTooLong",
+            LabelRule::DuplicateKey => "duplicateKey",
+        }
+    }
+
+    /// The class of the error that says the rule was broken.
+    pub const fn error_class(self) -> ErrorClass {
+        match self {
+            LabelRule::ReservedKey | LabelRule::DuplicateKey => ErrorClass::TypeError,
+            LabelRule::TooManyLabels
+            | LabelRule::EmptyKey
+            | LabelRule::KeyTooLong
+            | LabelRule::ValueTooLong => ErrorClass::RangeError,
+        }
+    }
+}
+
+impl LabelError {
+    /// The rule this error says was broken.
+    pub fn rule(&self) -> LabelRule {
+        match self {
+            LabelError::TooManyLabels { .. } => LabelRule::TooManyLabels,
+            LabelError::EmptyKey => LabelRule::EmptyKey,
+            LabelError::KeyTooLong { .. } => LabelRule::KeyTooLong,
+            LabelError::ValueTooLong { .. } => LabelRule::ValueTooLong,
+            LabelError::ReservedKey { .. } => LabelRule::ReservedKey,
+            LabelError::DuplicateKey { .. } => LabelRule::DuplicateKey,
+        }
     }
 }

@@ -47,7 +47,7 @@ pub use allocations::{
 };
 pub use block_words::BlockWords;
 pub use callback_guard::InV8Callback;
-pub use error::{LabelError, Result};
+pub use error::{ErrorClass, LabelError, LabelRule, Result};
 pub use external::ExternalCounters;
 pub use group_counters::{
     GroupProjection, GroupRead, GroupTable, DEFAULT_MAX_GROUPS as DEFAULT_MAX_GROUP_COUNT,
@@ -56,8 +56,8 @@ pub use group_counters::{
 pub use labels::{
     is_reserved_key, CounterColumns, Interned, LabelRegistry, LabelSet, PendingLabels, RequestCell,
     CELL_TAG, DEFAULT_MAX_SETS, MAX_BINDINGS, MAX_ID, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES,
-    OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE, PRUNE_MIN_CREATED, PRUNE_OVERFLOWED,
-    RESERVED_KEY_PREFIX,
+    OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE, PAIR_CHECKS, PRUNE_MIN_CREATED, PRUNE_OVERFLOWED,
+    RESERVED_KEYS, RESERVED_KEY_PREFIX,
 };
 pub use profile::{
     Allocations, CallFrame, GroupLabels, LabelGroup, NodeIndex, Profile, ProfileNode, Sample,

@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // A labeled request's own event listeners (of its node:http IncomingMessage and ServerResponse:
 // 'data', 'end', 'error', 'close', 'finish', ...) run under the labels its integration entered

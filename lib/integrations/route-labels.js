@@ -34,7 +34,7 @@ const {
   enterRequestLabels,
   bindRequestLabels,
 } = require('../context');
-const { MAX_LABELS, intern, internWith, keptHolderOf } = require('../labels');
+const { MAX_LABELS, intern, internWith, keptHolderOf, labelError } = require('../labels');
 const { bindRequest, ensureState } = require('./request-context');
 const { claim } = require('../instrument/servers');
 
@@ -131,7 +131,8 @@ class RouteLabeler {
     // Checked here, per request, so that adding the route label later cannot fail.
     const count = Object.keys(extras).length;
     if (count >= MAX_LABELS) {
-      throw new RangeError(
+      throw labelError(
+        'tooManyLabels',
         `heap-labels: ${where}: returned ${count} labels; with the label ${JSON.stringify(this.key)} ` +
           `that is more than the limit of ${MAX_LABELS}`,
       );
@@ -152,8 +153,8 @@ class RouteLabeler {
   }
 
   // The frozen label object of `template` (undefined: the bucket of `method`) with `extras`.
-  // Throws when the template cannot be a label value (over 1024 bytes of UTF-8, or not
-  // well-formed Unicode).
+  // Throws when the template cannot be a label value (longer than the limit, or not well-formed
+  // Unicode).
   labelsFor(template, extras, method) {
     const bucket = template === undefined;
     const value = bucket ? this.bucketValue(method) : template;

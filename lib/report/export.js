@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // `heap-labels export --otlp <profile.pb.gz>`: a pprof file (what toPprof() and the agent write)
 // as an OpenTelemetry profile: a protobuf-encoded OTLP ProfilesData message, the body an OTLP/HTTP
@@ -16,6 +17,10 @@ function defaultOutput(file) {
 }
 
 // Converts `file`; returns { out, bytes }. Bad input and a missing addon are ReportErrors.
+/**
+ * @param {string} file
+ * @param {{ out?: string, serviceName?: string, attributes?: Readonly<Record<string, string | number>>, maxInflatedBytes?: number }} [options]
+ */
 function exportOtlp(file, { out = defaultOutput(file), serviceName, attributes, maxInflatedBytes } = {}) {
   let native;
   let otlpOptions;

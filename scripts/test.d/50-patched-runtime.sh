@@ -67,7 +67,7 @@ stock_bin=$(bash scripts/runtimes.sh bin primary) || exit 1
   # The addon is built once, against the stock npm package's headers, and loaded by both.
   export PATH="$stock_bin:$PATH"
   unset HEAP_LABELS_NODE_INCLUDE HEAP_LABELS_NODE
-  nice -n 10 node scripts/build.js
+  nice -n 10 node scripts/build.js --check-types
 ) || exit 1
 # The package node:v8 serves its heap-profile-labels functions from: this repository's.
 tools/patched-node/bundle.sh "$patched" || exit 1

@@ -16,7 +16,7 @@ primary_bin="$(bash scripts/runtimes.sh bin primary)" || exit 1
 export PATH="$primary_bin:$PATH"
 unset HEAP_LABELS_NODE_INCLUDE HEAP_LABELS_NODE
 # The addon the apps' preload loads: built against the stock headers of the labeled runtime's line.
-nice -n 10 node scripts/build.js || exit 1
+nice -n 10 node scripts/build.js --check-types || exit 1
 
 NODE_OPTIONS= timeout --kill-after=20 360 node --test --test-concurrency=1 --test-reporter=spec \
   --test-timeout=330000 tests/real-apps/verdaccio.js tests/real-apps/quirrel.js tests/real-apps/s3rver.js

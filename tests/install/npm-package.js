@@ -74,6 +74,7 @@ test('the tarball carries one prebuilt addon per supported ABI, the sources of a
   assert.deepEqual(prebuilds, abis.map((abi) => `package/prebuilds/linux-x64/node.abi${abi}.glibc.node`).sort());
   for (const f of ['package/package.json', 'package/lib/index.js', 'package/lib/index.mjs', 'package/lib/native.js',
     'package/tools/patched-node/versions.env', 'package/scripts/install.js', 'package/scripts/build.js',
+    'package/scripts/native-types.js',
     'package/Cargo.toml', 'package/Cargo.lock', 'package/build.rs', 'package/src/lib.rs', 'package/core/src/lib.rs',
     'package/cpp/patched_api.cc']) {
     assert.ok(list.includes(f), `${f} is in the tarball`);

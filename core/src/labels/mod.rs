@@ -30,12 +30,13 @@ mod word;
 pub use cell::{RequestCell, CELL_TAG, MAX_BINDINGS};
 pub use counter_rows::CounterColumns;
 pub use limits::{
-    DEFAULT_MAX_SETS, MAX_ID, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID,
-    OVERFLOW_KEY, OVERFLOW_VALUE, PRUNE_MIN_CREATED, PRUNE_OVERFLOWED, RESERVED_KEY_PREFIX,
+    ReservedKey, DEFAULT_MAX_SETS, MAX_ID, MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, OVERFLOW_ID,
+    OVERFLOW_KEY, OVERFLOW_VALUE, PRUNE_MIN_CREATED, PRUNE_OVERFLOWED, RESERVED_KEYS,
+    RESERVED_KEY_PREFIX,
 };
 pub use registry::{Interned, LabelRegistry, PendingLabels};
 pub use set::LabelSet;
-pub use validation::{is_reserved_key, key_order};
+pub use validation::{is_reserved_key, key_order, PAIR_CHECKS};
 pub use word::DeadSampleLabels;
 
 /// Owned pairs from string literals, for the tests of every file here.

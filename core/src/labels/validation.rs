@@ -1,14 +1,18 @@
-//! What a label set may hold: the checks every new set passes before it is interned, and the key
-//! order of its pairs.
+//! What a label set may hold: the checks every new set passes before it is interned, their
+//! order, and the key order of its pairs.
 
-use super::limits::{MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, RESERVED_KEY_PREFIX};
-use crate::error::{LabelError, Result};
+use super::limits::{MAX_KEY_BYTES, MAX_LABELS, MAX_VALUE_BYTES, RESERVED_KEYS};
+use crate::error::{LabelError, LabelRule, Result};
 
-/// Whether user labels may not use `key`: the [`RESERVED_KEY_PREFIX`] namespace (so that no user
-/// set can look like the overflow set) and `__proto__` (assigning it to an object sets the
-/// prototype instead of a label, so the key would vanish from the JS label object).
+/// Whether user labels may not use `key` (one of [`RESERVED_KEYS`]).
 pub fn is_reserved_key(key: &str) -> bool {
-    key.starts_with(RESERVED_KEY_PREFIX) || key == "__proto__"
+    RESERVED_KEYS.iter().any(|r| {
+        if r.prefix {
+            key.starts_with(r.text)
+        } else {
+            key == r.text
+        }
+    })
 }
 
 /// The order of a set's keys: UTF-16 code units, JavaScript's string order, so that lib/ takes a
@@ -18,7 +22,40 @@ pub fn key_order(a: &str, b: &str) -> std::cmp::Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
-/// Checks the limits, then sorts by key and rejects duplicate keys.
+/// The checks of one pair, in the order they are made: the first one a pair fails is its error.
+/// lib/labels.js makes its up-front copies of them in this order too (it reads this list through
+/// the addon's `labelRules()`), so that a pair breaking two rules gets the same error from both. A
+/// reserved key is named as such whatever its length.
+pub const PAIR_CHECKS: [LabelRule; 4] = [
+    LabelRule::EmptyKey,
+    LabelRule::ReservedKey,
+    LabelRule::KeyTooLong,
+    LabelRule::ValueTooLong,
+];
+
+/// `Err` when the pair breaks `rule` (a rule of [`PAIR_CHECKS`]; any other passes).
+fn check_pair(rule: LabelRule, key: &str, value: &str) -> Result<()> {
+    match rule {
+        LabelRule::EmptyKey if key.is_empty() => Err(LabelError::EmptyKey),
+        LabelRule::ReservedKey if is_reserved_key(key) => Err(LabelError::ReservedKey {
+            key: preview(key, MAX_KEY_BYTES),
+        }),
+        LabelRule::KeyTooLong if key.len() > MAX_KEY_BYTES => Err(LabelError::KeyTooLong {
+            key: preview(key, MAX_KEY_BYTES),
+            len: key.len(),
+            max: MAX_KEY_BYTES,
+        }),
+        LabelRule::ValueTooLong if value.len() > MAX_VALUE_BYTES => Err(LabelError::ValueTooLong {
+            key: key.to_owned(),
+            len: value.len(),
+            max: MAX_VALUE_BYTES,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Checks the number of pairs, sorts them by key, checks each pair in key order (as lib/ walks a
+/// label object's sorted keys) against [`PAIR_CHECKS`], then rejects duplicate keys.
 pub(super) fn validate_and_sort(pairs: &mut [(String, String)]) -> Result<()> {
     if pairs.len() > MAX_LABELS {
         return Err(LabelError::TooManyLabels {
@@ -26,31 +63,12 @@ pub(super) fn validate_and_sort(pairs: &mut [(String, String)]) -> Result<()> {
             max: MAX_LABELS,
         });
     }
+    pairs.sort_unstable_by(|a, b| key_order(&a.0, &b.0));
     for (key, value) in pairs.iter() {
-        if key.is_empty() {
-            return Err(LabelError::EmptyKey);
-        }
-        if is_reserved_key(key) {
-            return Err(LabelError::ReservedKey {
-                key: preview(key, MAX_KEY_BYTES),
-            });
-        }
-        if key.len() > MAX_KEY_BYTES {
-            return Err(LabelError::KeyTooLong {
-                key: preview(key, MAX_KEY_BYTES),
-                len: key.len(),
-                max: MAX_KEY_BYTES,
-            });
-        }
-        if value.len() > MAX_VALUE_BYTES {
-            return Err(LabelError::ValueTooLong {
-                key: key.clone(),
-                len: value.len(),
-                max: MAX_VALUE_BYTES,
-            });
+        for rule in PAIR_CHECKS {
+            check_pair(rule, key, value)?;
         }
     }
-    pairs.sort_unstable_by(|a, b| key_order(&a.0, &b.0));
     if let Some(w) = pairs.windows(2).find(|w| w[0].0 == w[1].0) {
         return Err(LabelError::DuplicateKey {
             key: w[0].0.clone(),
@@ -74,6 +92,7 @@ fn preview(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ErrorClass;
     use crate::labels::*;
 
     #[test]
@@ -172,5 +191,63 @@ mod tests {
         }
         assert_eq!(reg.len(), 4);
         assert!(!reg.live_sets().iter().any(|s| s.is_overflow()));
+    }
+
+    #[test]
+    fn a_pair_breaking_two_rules_gets_the_first_check_s_error() {
+        let reg = LabelRegistry::new(10);
+        // 212 bytes and reserved: the reserved check comes first (a TypeError, not a RangeError).
+        let long_reserved = format!("{RESERVED_KEY_PREFIX}{}", "k".repeat(200));
+        let err = reg.intern(vec![(long_reserved, "v".into())]).unwrap_err();
+        assert!(matches!(err, LabelError::ReservedKey { .. }), "{err:?}");
+        assert_eq!(err.rule().error_class(), ErrorClass::TypeError);
+        // A long key with a long value: the key's error.
+        let err = reg
+            .intern(vec![("k".repeat(200), "v".repeat(2000))])
+            .unwrap_err();
+        assert!(matches!(err, LabelError::KeyTooLong { .. }), "{err:?}");
+        // Pairs are checked in key order, whatever order they come in.
+        let err = reg
+            .intern(p(&[("b", &"v".repeat(2000)), ("__proto__", "x")]))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            LabelError::ReservedKey {
+                key: "__proto__".into()
+            }
+        );
+        assert_eq!(
+            PAIR_CHECKS.map(LabelRule::name),
+            ["emptyKey", "reservedKey", "keyTooLong", "valueTooLong"]
+        );
+    }
+
+    #[test]
+    fn every_error_names_its_rule_and_every_rule_has_a_class() {
+        let errors = [
+            LabelError::TooManyLabels { count: 33, max: 32 },
+            LabelError::EmptyKey,
+            LabelError::ReservedKey {
+                key: "__proto__".into(),
+            },
+            LabelError::KeyTooLong {
+                key: "k".into(),
+                len: 129,
+                max: 128,
+            },
+            LabelError::ValueTooLong {
+                key: "k".into(),
+                len: 1025,
+                max: 1024,
+            },
+            LabelError::DuplicateKey { key: "k".into() },
+        ];
+        assert_eq!(errors.map(|e| e.rule()), LabelRule::ALL);
+        let type_errors: Vec<_> = LabelRule::ALL
+            .into_iter()
+            .filter(|r| r.error_class() == ErrorClass::TypeError)
+            .map(LabelRule::name)
+            .collect();
+        assert_eq!(type_errors, ["reservedKey", "duplicateKey"]);
     }
 }
