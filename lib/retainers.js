@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // Retainers per label (`handle.retainers(key)`): what keeps each label group's live sampled objects
 // alive, from one heap snapshot joined to the session's samples (docs/architecture.md, "Retainers

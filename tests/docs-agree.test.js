@@ -233,7 +233,7 @@ test('session options: HeapProfileOptions (lib/index.d.ts), StartHeapProfileOpti
   const claims = [
     ['README.md', /startHeapProfile\(\); +\/\/ V8's sampling heap profiler, (\d+ KiB)/, (m) => [num(m[1]), session.DEFAULTS.sampleInterval]],
     ['docs/architecture.md', /A session started with `groupBy` \((\d+)-(\d+) keys\)/, (m) => [[Number(m[1]), Number(m[2])], [1, session.RULES.groupBy.maxKeys]]],
-    ['docs/architecture.md', /a value over (\d+) bytes or `maxGroups` projections/, (m) => [Number(m[1]), session.LIMITS.maxGroupValueBytes]],
+    ['docs/architecture.md', /none -> unknown group \(0\), a value over (\d+) bytes or the/, (m) => [Number(m[1]), session.LIMITS.maxGroupValueBytes]],
     ['docs/v8-api.md', /the \*\*overflow\*\* group \(a value over (\d+) bytes/, (m) => [Number(m[1]), session.LIMITS.maxGroupValueBytes]],
     ['lib/index.d.ts', /'overflow' \(second: a value over (\d+) bytes/, (m) => [Number(m[1]), session.LIMITS.maxGroupValueBytes]],
   ];
