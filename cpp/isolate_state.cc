@@ -118,8 +118,7 @@ RawProfile IsolateState::read_profile(AllocationsRead read) {
   if (!sampling_) {
     throw std::runtime_error("no sampling heap profiler is running");
   }
-  if (!ReadAllocationProfile(isolate_, &profile,
-                             ReadOptionsFor(read))) {
+  if (!ReadAllocationProfile(isolate_, &profile, ReadOptionsFor(read))) {
     // V8 has no profile: its sampler was stopped outside heap-labels (the
     // inspector's HeapProfiler.stopSampling). The session is over.
     StopExternalTracking();
@@ -265,7 +264,8 @@ void IsolateState::disarm_near_heap_limit() {
 
 bool IsolateState::ReadProfileForDump(RawProfile* out) {
   return sampling_ &&
-         ReadAllocationProfile(isolate_, out, ReadOptionsFor(AllocationsRead::Window));
+         ReadAllocationProfile(isolate_, out,
+                               ReadOptionsFor(AllocationsRead::Window));
 }
 
 std::unique_ptr<IsolateState> new_isolate_state(std::size_t external_counters) {

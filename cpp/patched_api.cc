@@ -57,14 +57,14 @@ void ResolveObjectIds(uint32_t version, PatchedApi* api) {
   }
   api->profile_with_object_ids = FindSymbol<PatchedApi::ProfileWithObjectIdsFn>(
       "v8_sample_labels_get_profile_with_object_ids");
-  api->object_ids_of = FindSymbol<PatchedApi::ObjectIdsFn>(
-      "v8_sample_labels_get_object_ids");
-  api->retainers_ready = api->profile_with_object_ids != nullptr &&
-                         api->object_ids_of != nullptr;
+  api->object_ids_of =
+      FindSymbol<PatchedApi::ObjectIdsFn>("v8_sample_labels_get_object_ids");
+  api->retainers_ready =
+      api->profile_with_object_ids != nullptr && api->object_ids_of != nullptr;
   if (!api->retainers_ready) {
-    api->retainers_reason =
-        needs + "this runtime says version " + std::to_string(version) +
-        " but does not export its entry points";
+    api->retainers_reason = needs + "this runtime says version " +
+                            std::to_string(version) +
+                            " but does not export its entry points";
   }
 }
 

@@ -52,8 +52,11 @@ rust::String CopyName(v8::Isolate* isolate, v8::Local<v8::Value> name) {
   if (!name->IsString()) return rust::String();
   v8::String::Utf8Value utf8(isolate, name);
   if (*utf8 == nullptr) return rust::String();
-  // lossy: a cut in the middle of a character becomes U+FFFD.
-  return rust::String::lossy(*utf8, std::min(utf8.length(), kMaxNameBytes));
+  // lossy: a cut in the middle of a character becomes U+FFFD. length() is an
+  // int before V8 13 and a size_t since.
+  const size_t length = static_cast<size_t>(utf8.length());
+  return rust::String::lossy(
+      *utf8, std::min(length, static_cast<size_t>(kMaxNameBytes)));
 }
 
 // A string node's name is the string's contents: user data, never copied
@@ -146,10 +149,10 @@ void RetainerTree::Walk() {
       queue.push_back(child);
     }
   }
-  native_bytes_ = by_id_.capacity() * sizeof(by_id_[0]) +
-                  (parent_.capacity() + parent_edge_.capacity() +
-                   queue.capacity()) *
-                      sizeof(uint32_t);
+  native_bytes_ =
+      by_id_.capacity() * sizeof(by_id_[0]) +
+      (parent_.capacity() + parent_edge_.capacity() + queue.capacity()) *
+          sizeof(uint32_t);
 }
 
 const v8::HeapGraphEdge* RetainerTree::ParentEdge(uint32_t index) const {

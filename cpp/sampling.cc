@@ -129,9 +129,9 @@ bool ReadAllocationProfile(v8::Isolate* isolate, RawProfile* out,
   // Before any other V8 call, so before any GC: every sample is then either
   // live in `profile` or among the dead samples, never both, never neither.
   if (options.dead_sample_totals != 0) {
-    out->allocations = take_dead_samples(options.dead_sample_totals,
-                                         options.allocations_read,
-                                         HighestSampleId(*profile));
+    out->allocations =
+        take_dead_samples(options.dead_sample_totals, options.allocations_read,
+                          HighestSampleId(*profile));
   }
   CopyAllocationProfile(isolate, *profile, options.unlabeled_word, out);
   return true;

@@ -60,8 +60,9 @@ struct PatchedApi {
       v8::ArrayBuffer::Allocator* (*)(v8::Isolate*,
                                       v8::ArrayBuffer::Allocator*);
   using ProfileWithObjectIdsFn = v8::AllocationProfile* (*)(v8::Isolate*);
-  using ObjectIdsFn = const v8::SnapshotObjectId* (*)(
-      const v8::AllocationProfile*, std::size_t*);
+  using ObjectIdsFn =
+      const v8::SnapshotObjectId* (*)(const v8::AllocationProfile*,
+                                      std::size_t*);
 
   VersionFn version = nullptr;
   StartSamplingFn start_sampling = nullptr;

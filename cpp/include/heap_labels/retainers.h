@@ -2,7 +2,8 @@
 // snapshot joined to the samples of the running session by the heap snapshot
 // object ids of the labeled runtime's API version 3, and the shortest strong
 // retaining chain of each sampled object copied into the bridge's plain
-// structs. The aggregation per label is the Rust core's (core/src/retainers.rs).
+// structs. The aggregation per label is the Rust core's
+// (core/src/retainers.rs).
 
 #ifndef HEAP_LABELS_RETAINERS_H_
 #define HEAP_LABELS_RETAINERS_H_
