@@ -99,7 +99,18 @@ fn read_v8(
     id: u32,
     read: ffi::AllocationsRead,
 ) -> Result<ffi::RawProfile> {
-    match state.v8_mut().read_profile(read) {
+    let read = state.v8_mut().read_profile(read);
+    ended_if_stopped_elsewhere(state, id, read)
+}
+
+/// A native read's result. A read that failed because the sampler was stopped elsewhere (the
+/// inspector's HeapProfiler.stopSampling) ends the session.
+fn ended_if_stopped_elsewhere<T, E: Into<Error>>(
+    state: &mut IsolateAddon,
+    id: u32,
+    read: std::result::Result<T, E>,
+) -> Result<T> {
+    match read {
         Ok(raw) => Ok(raw),
         Err(_) if !state.v8.sampling() => {
             state.disarm_near_heap_limit();
@@ -185,15 +196,8 @@ pub fn read_raw(state: &mut IsolateAddon, id: u32, read: ffi::AllocationsRead) -
 /// session whose sampler was stopped elsewhere ends, as in a read.
 pub fn read_retainers(state: &mut IsolateAddon, id: u32) -> Result<ffi::RawRetainers> {
     running(state, id)?;
-    match state.v8_mut().read_retainers() {
-        Ok(raw) => Ok(raw),
-        Err(_) if !state.v8.sampling() => {
-            state.disarm_near_heap_limit();
-            end(state);
-            Err(Error::SessionStoppedElsewhere(id))
-        }
-        Err(e) => Err(e.into()),
-    }
+    let read = state.v8_mut().read_retainers();
+    ended_if_stopped_elsewhere(state, id, read)
 }
 
 /// The running session (for the operations modules).
