@@ -221,7 +221,10 @@ test('a module-level Map that keeps /leak\'s requests holds >= 90 % of its sampl
   assert.match(text, /table in Map\n.*leaked in /, text);
   const churn = groupOf(out.result, '/churn');
   assert.ok(!churn || churn.bytes < leak.bytes * 0.1, `/churn keeps little: ${churn && churn.bytes}`);
-  if (churn) assert.ok(bytesUnder(churn.paths, (p) => p.name === 'Map') <= churn.bytes * 0.1, 'nothing of /churn under the Map');
+  // The module's Map, the one `leaked` names: /churn's few live samples are code objects the JIT made
+  // while it ran, and any of V8's or Node.js's own Maps on their way to the roots is not this one.
+  const leakedMap = (p) => p.name === 'Map' && p.children.some((c) => c.edge === 'leaked');
+  if (churn) assert.ok(bytesUnder(churn.paths, leakedMap) <= churn.bytes * 0.1, 'nothing of /churn under the Map');
   assert.equal(out.result.key, 'route');
   const s = out.result.snapshot;
   assert.ok(s.nodes > 1000 && s.pauseMs > 0 && s.pauseMs <= out.wallMs + 1, JSON.stringify(s));
