@@ -129,7 +129,10 @@ test('a profile read pins its samples\' label sets until it is disposed', { skip
   const out = scenario('pinned');
   assert.ok(out.labeled >= 45, JSON.stringify(out));
   assert.ok(out.whileRead >= out.baseline + 45, `the read holds the sets of its samples: ${JSON.stringify(out)}`);
-  assert.ok(out.afterDispose <= out.baseline + 2, `disposing the read releases them: ${JSON.stringify(out)}`);
+  // Disposing releases every set only the read held; those of samples still live stay (a scavenge
+  // during the second read may have collected one of them, hence the one of slack).
+  assert.ok(out.afterDispose <= out.baseline + out.stillSampled + 1, `disposing the read releases them: ${JSON.stringify(out)}`);
+  assert.ok(out.stillSampled <= 10, `most routes' objects were collected: ${JSON.stringify(out)}`);
 });
 
 test('reads name label sets by id and generation: known sets cross no strings, reused ids keep the right labels', { skip: !patched && 'needs sample labels (patched runtime)' }, () => {
