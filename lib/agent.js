@@ -18,21 +18,21 @@
 // thread, builds, encodes and writes it on a libuv worker thread and drops it; the label sets its
 // samples referenced are released with it.
 
-const http = require('node:http');
 const { native } = require('./native');
 const { startHeapProfile, sessionOf } = require('./profile');
 const { capabilities } = require('./capabilities');
 const { counters, createCountersReader } = require('./counters');
 const { fromOptions } = require('./config');
-const { createHeapProfileHandler, HEAP_PATH, ALLOCS_PATH } = require('./endpoint');
-const { OtlpPusher, profilesUrl } = require('./push');
 const { nativeOtlpOptions } = require('./otlp');
-const { GrowthWatch, formatEpisode, formatSection } = require('./growth');
 const { ProfileReads, SHARED_PROFILE } = require('./profile-reads');
 const { currentAgent, setCurrentAgent } = require('./current-agent');
 const { endpointPorts } = require('./process-model');
 const { startInstrumentation } = require('./instrument');
 const { markOwnServer } = require('./instrument/servers');
+const { report } = require('./preload-report');
+// The endpoint (./endpoint and node:http, its streams and sockets), pushing (./push) and the growth
+// watch (./growth) are loaded by the method that starts them: a configuration pays the start-up
+// instructions of what it uses only (with the defaults, none of them).
 
 // Milliseconds on a monotonic clock (node:perf_hooks' performance.now() without loading it: the
 // module and its bindings cost start-up instructions).
@@ -43,7 +43,7 @@ function monotonicMs() {
 
 function log(message) {
   try {
-    process.stderr.write(`heap-labels: ${message}\n`);
+    report(message);
   } catch {
     // stderr closed: nothing to tell, and nothing to throw into the app.
   }
@@ -262,6 +262,8 @@ class Agent {
   listen({ host, port }, token) {
     this.#checkRunning();
     if (this.#server) return Promise.resolve(this.#address);
+    const http = require('node:http');
+    const { createHeapProfileHandler, HEAP_PATH, ALLOCS_PATH } = require('./endpoint');
     const handler = createHeapProfileHandler({ agent: this, token: token ?? undefined });
     const allocsHandler = createHeapProfileHandler({ agent: this, token: token ?? undefined, profile: 'allocs' });
     let open = 0;
@@ -361,6 +363,7 @@ class Agent {
   // Snapshots on an unref'd timer: the watch never keeps the process alive. At most maxLabelSets
   // sets plus the overflow and unlabeled groups are tracked (the counters have no more).
   #startWatch(options) {
+    const { GrowthWatch } = require('./growth');
     this.#watch = new GrowthWatch({
       periods: options.watchPeriods,
       minGrowth: options.watchMinGrowth,
@@ -376,6 +379,7 @@ class Agent {
 
   #snapshot() {
     try {
+      const { formatEpisode } = require('./growth');
       for (const entry of this.#watch.observe(this.#watchCounters())) log(formatEpisode(entry, this.#options.watchInterval));
     } catch (err) {
       // Never into the app: say so once and stop watching.
@@ -394,6 +398,7 @@ class Agent {
   // Pushes on an unref'd timer (lib/push.js): each read ends the allocation window and is
   // encoded (OTLP, gzip) on a libuv worker thread.
   #startPush(options) {
+    const { OtlpPusher, profilesUrl } = require('./push');
     this.#otlpOptions = nativeOtlpOptions(options.serviceName ? { serviceName: options.serviceName } : {});
     this.#pusher = new OtlpPusher({
       url: profilesUrl(options.otlpEndpoint),
@@ -496,6 +501,7 @@ class Agent {
   #growthSection() {
     if (this.#watch === undefined) return undefined;
     const o = this.#options;
+    const { formatSection } = require('./growth');
     return formatSection(this.#watch.growth(), {
       interval: o.watchInterval,
       periods: o.watchPeriods,

@@ -3,7 +3,6 @@
 // (heap-labels/register): one table, so both accept the same values and say the same things.
 
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const session = require('./session-options');
@@ -213,6 +212,9 @@ const listen = {
     const host = m[1] ?? m[2];
     const port = Number(m[3]);
     if (port > 65535) throw new Problem(bad);
+    // node:net is loaded here, by the configurations that name a host only: its bindings cost
+    // start-up instructions.
+    const net = require('node:net');
     if (host !== 'localhost' && net.isIP(host) === 0) throw new Problem(bad);
     if (m[1] !== undefined && net.isIP(host) !== 6) throw new Problem(bad);
     return { host, port };
@@ -392,7 +394,7 @@ const OPTIONS = Object.freeze({
 
 function isLoopback(host) {
   if (host === 'localhost' || host === '::1') return true;
-  return net.isIPv4(host) && host.startsWith('127.');
+  return require('node:net').isIPv4(host) && host.startsWith('127.');
 }
 
 // Rules between options.

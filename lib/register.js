@@ -5,18 +5,17 @@
 // never takes the app down: a bad value, a missing addon or a busy profiler is
 // reported once on stderr and the app runs unprofiled.
 
-const { isMainThread } = require('node:worker_threads');
-const { report, reportNotProfiling } = require('./preload-report');
+const { report, reportNotProfiling, during } = require('./preload-report');
+const processModel = require('./process-model');
 
 const STARTED = Symbol.for('heap-labels.register');
 
 function register() {
   // Signals and the HTTP port belong to the process: workers (which inherit -r) start nothing.
-  if (!isMainThread || globalThis[STARTED]) return;
+  if (!processModel.isMainThread() || globalThis[STARTED]) return;
   globalThis[STARTED] = true;
   // npm, npx, yarn, pnpm, corepack and pm2 run the app in another process, which serves it and
   // is profiled: the launcher installs nothing (lib/process-model.js).
-  const processModel = require('./process-model');
   const launcher = processModel.launcherOf();
   if (launcher !== undefined) {
     report(`${launcher} (pid ${process.pid}) is a launcher: not profiled, the process it starts is`);
@@ -55,4 +54,4 @@ function register() {
   );
 }
 
-register();
+during(register);

@@ -473,3 +473,19 @@ test('launcherOf: the entry points the launchers\' packages declare, the CLI npm
   assert.equal(launcherOf(['node', app], { npm_execpath: app }), 'server');
   assert.equal(launcherOf(['node', app], { npm_execpath: installed('yarn/bin/yarn.js') }), undefined, 'the app a package manager started');
 });
+
+test('worker threads start nothing: the preload runs in them (execArgv is inherited) and returns', () => {
+  // The main thread never loads node:worker_threads before the preload asks (lib/register.js reads
+  // whether it is loaded); the worker's bootstrap always has: both answers are checked here.
+  const script = `
+    const { Worker } = require('node:worker_threads');
+    const w = new Worker("require('node:worker_threads').parentPort.postMessage(globalThis[Symbol.for('heap-labels.register')] === true)", { eval: true });
+    w.once('message', (started) => { console.log(JSON.stringify({ main: globalThis[Symbol.for('heap-labels.register')] === true, worker: started })); });`;
+  const r = spawnSync(process.execPath, ['-r', path.join(root, 'lib', 'register.js'), '-e', script], {
+    encoding: 'utf8',
+    env: { ...process.env, NODE_OPTIONS: '' },
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(JSON.parse(r.stdout), { main: true, worker: false });
+  assert.equal(r.stderr.match(/labeling requests by route template/g)?.length, 1, r.stderr);
+});

@@ -5,9 +5,7 @@
 // fail (no addon for this runtime): that is reported on stderr, never thrown, and the app runs
 // unprofiled.
 
-const { isMainThread } = require('node:worker_threads');
-
-if (isMainThread) {
+if (require('../process-model').isMainThread()) {
   try {
     require('./instance-module').instanceModule('register');
   } catch (err) {

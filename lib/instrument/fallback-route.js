@@ -18,11 +18,12 @@
 // not in origin form: '*' stays '*', an absolute URL is reduced to its path, anything else
 // (CONNECT's host:port) is ':authority'.
 
-const { METHODS } = require('node:http');
 
 const MAX_SEGMENTS = 8;
 const MAX_PLAIN_SEGMENT = 20;
-const KNOWN_METHODS = new Set(METHODS);
+// node:http's METHODS, made a set at the first request (node:http is loaded by then; loading it
+// here would cost every process that serves nothing its start-up instructions).
+let knownMethods;
 
 const ALL_DIGITS = /^[0-9]+$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -69,7 +70,7 @@ function normalisePath(target) {
 
 // The fallback route label value of a request: 'GET /users/:int'.
 function fallbackRoute(method, target) {
-  const name = typeof method === 'string' && KNOWN_METHODS.has(method) ? method : '_OTHER';
+  const name = typeof method === 'string' && (knownMethods ??= new Set(require('node:http').METHODS)).has(method) ? method : '_OTHER';
   return `${name} ${normalisePath(target)}`;
 }
 

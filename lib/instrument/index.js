@@ -39,6 +39,7 @@ const FRAMEWORKS = [express, koa, fastify];
 
 let running; // this realm's Instrumentation, while it runs
 let automatic; // what the patched frameworks' hooks read: one per realm, kept across restarts
+let frameworkLabeler;
 let fallbackLabeler;
 
 class Instrumentation {
@@ -54,18 +55,28 @@ class Instrumentation {
     const failed = (error) => this.#fail(error);
     // What the integrations' automatic hooks read (lib/integrations/*.js: instrument*()). A module
     // patched once keeps this object, so it is the realm's, switched on and off with the agent.
+    // The labelers are made on first use (a framework's app or a request), when node:http is
+    // loaded already (lib/integrations/route-labels.js).
     automatic ??= {
       on: false,
-      labeler: createRouteLabeler(undefined, WHERE),
+      get labeler() {
+        return (frameworkLabeler ??= createRouteLabeler(undefined, WHERE));
+      },
       failed: undefined,
       onApp: (app) => servers.markFrameworkListener(app),
       onListener: (listener) => servers.markFrameworkListener(listener),
     };
-    fallbackLabeler ??= createRouteLabeler(undefined, `${WHERE}, node:http fallback`);
     this.automatic = automatic;
     automatic.failed = failed;
     automatic.on = true;
-    const labelers = { framework: automatic.labeler, fallback: fallbackLabeler };
+    const labelers = {
+      get framework() {
+        return automatic.labeler;
+      },
+      get fallback() {
+        return (fallbackLabeler ??= createRouteLabeler(undefined, `${WHERE}, node:http fallback`));
+      },
+    };
     try {
       this.#stops.push(
         watchModuleLoads({

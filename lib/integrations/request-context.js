@@ -59,18 +59,26 @@
 // realms of one process (Jest) share the addon, hence its labels storage, and share one table and
 // one wrapper; a copy with another addon keeps its own.
 
-const http = require('node:http');
 const { addonPath } = require('../native');
 const { currentLabelHolder, applyWithLabelHolder } = require('../context');
 
 const kStates = Symbol.for(`heap-labels.request-states ${addonPath}`); // on node:http: the table
 const kInstalled = Symbol.for(`heap-labels.request-emit ${addonPath}`); // on patched prototypes
 
-// request (or HTTP/2 stream) -> its RequestState, shared by the realms using this addon.
-let states = http[kStates];
-if (states === undefined) {
-  states = new WeakMap();
-  Object.defineProperty(http, kStates, { value: states });
+// request (or HTTP/2 stream) -> its RequestState, shared by the realms using this addon. Made at
+// the first request, with node:http (loaded by then): a process that serves nothing loads neither.
+let states;
+let http;
+
+function table() {
+  if (states !== undefined) return states;
+  http = require('node:http');
+  states = http[kStates];
+  if (states === undefined) {
+    states = new WeakMap();
+    Object.defineProperty(http, kStates, { value: states });
+  }
+  return states;
 }
 
 // What heap-labels keeps per labeled request: one object per request, every field set by its
@@ -100,15 +108,15 @@ class RequestState {
 
 // The state of `request`, undefined if it has none.
 function stateOf(request) {
-  return states.get(request);
+  return table().get(request);
 }
 
 // The state of `request` (an object), made if it has none.
 function ensureState(request) {
-  let state = states.get(request);
+  let state = table().get(request);
   if (state === undefined) {
     state = new RequestState();
-    states.set(request, state);
+    table().set(request, state);
   }
   return state;
 }
@@ -121,6 +129,7 @@ let http2; // node:http2, loaded when the first HTTP/2 stream is bound
 // node:http's IncomingMessage (also an express request, fastify's request.raw, koa's ctx.req) or
 // an HTTP/2 Http2ServerRequest; anything else is left alone.
 function bindRequest(request, state) {
+  table(); // loads node:http
   if (request instanceof http.IncomingMessage) {
     if (!installed) install();
     state.listeners = currentLabelHolder();
@@ -153,7 +162,7 @@ function installHttp2(stream) {
 // The listeners' holder of a request (or stream), of a response's request, of a
 // compatibility-API request's or response's stream.
 function requestHolder(request) {
-  const state = states.get(request);
+  const state = table().get(request);
   return state === undefined ? undefined : state.listeners;
 }
 

@@ -27,7 +27,6 @@
 // with the bucket rather than the node:http fallback label (lib/instrument/servers.js).
 
 const { isRegExp } = require('node:util').types;
-const { METHODS } = require('node:http');
 const {
   currentLabelHolder,
   enterLabelHolder,
@@ -41,7 +40,10 @@ const { claim } = require('../instrument/servers');
 const DEFAULT_KEY = 'route';
 const DEFAULT_UNMATCHED = '(unmatched)';
 const DEFAULT_MAX_ROUTES = 1000;
-const LONGEST_METHOD = METHODS.reduce((a, b) => (b.length > a.length ? b : a));
+// node:http's METHODS, loaded when the first labeler is made (by then the app has loaded node:http;
+// the preload makes its labelers at the first request or framework, so that a process that serves
+// nothing never loads it).
+const httpMethods = () => require('node:http').METHODS;
 
 // Route templates are the paths of the app's own route table, as written, joined to the paths the
 // routes are mounted under (docs/api.md, "Route templates"):
@@ -110,10 +112,11 @@ class RouteLabeler {
     // Validates the key and the bucket values now: a bad option fails at setup, naming the key
     // (the longest method's bucket stands for all of them).
     this.bucket = internWith(this.none, key, unmatched, `${where}: option "unmatched"`);
-    internWith(this.none, key, `${unmatched} ${LONGEST_METHOD}`, `${where}: option "unmatched"`);
+    const longestMethod = httpMethods().reduce((a, b) => (b.length > a.length ? b : a));
+    internWith(this.none, key, `${unmatched} ${longestMethod}`, `${where}: option "unmatched"`);
     // method -> its bucket value, made once: a string built per request would be allocated, and
     // flattened again for the cache lookup, on every request.
-    this.bucketValues = new Map(METHODS.map((method) => [method, `${unmatched} ${method}`]));
+    this.bucketValues = new Map(httpMethods().map((method) => [method, `${unmatched} ${method}`]));
     this.plain = new Map([[unmatched, this.bucket]]); // label value -> labels, without extra labels
     this.withExtras = new WeakMap(); // interned extra labels -> Map(template -> labels)
     this.accepted = new Set(); // templates with their own label value (at most maxRoutes)
