@@ -10,6 +10,11 @@ The trees in the `v8` crate are written for a newer gn. What bookworm's gn lacks
 - Variables the old gn does not know where they are set (a config's c_additional_outputs, for
   split-DWARF .dwo files this build does not make; a tool's inputs, naming the archiver for
   rebuilds): their assignments are removed (UNKNOWN_LIST_VARIABLES).
+- Substitutions of Clang's C++ modules in the compile commands (`{{cc_module_name}}`, in the
+  -fmodule-name flag, and `{{module_deps}}`), which the old gn does not know: they name and list
+  module maps, and expand to nothing but that flag in a build without modules (use_clang_modules is
+  off here); the flag (a module's name, meaningless without -fmodules) and the substitution are
+  removed (MODULE_SUBSTITUTIONS).
 - An assignment that a template never reads is an error in the old gn, a no-op in newer ones: such
   lines, listed in UNUSED_ASSIGNMENTS, are removed.
 Nothing here changes what is compiled or how: compile lines come from the unchanged config files.
@@ -29,6 +34,13 @@ UNKNOWN_LIST_VARIABLES = [
 # (file, exact line) pairs that the old gn rejects as "Assignment had no effect".
 UNUSED_ASSIGNMENTS = [
     ("build/config/BUILDCONFIG.gn", "generate_modulemap = default_modulemap_mode"),
+]
+
+
+# (file, text, replacement): Clang-module substitutions the old gn does not know.
+MODULE_SUBSTITUTIONS = [
+    ("build/toolchain/gcc_toolchain.gni", ' -fmodule-name=\\"{{cc_module_name}}_Private\\"', ""),
+    ("build/toolchain/gcc_toolchain.gni", " {{module_deps}}", ""),
 ]
 
 
@@ -96,6 +108,9 @@ def main():
         for rel, name in UNKNOWN_LIST_VARIABLES:
             if path == tree / rel:
                 new = remove_list_assignments(new, name)
+        for rel, old, replacement in MODULE_SUBSTITUTIONS:
+            if path == tree / rel:
+                new = new.replace(old, replacement)
         for rel, line in UNUSED_ASSIGNMENTS:
             if path == tree / rel:
                 new = "\n".join(l for l in new.split("\n") if l.strip() != line)
