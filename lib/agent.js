@@ -3,7 +3,8 @@
 // The production agent: one always-on profiling session plus the ways an operator gets at it —
 // dumps on a signal, an HTTP endpoint, a profile written near the heap limit, per-label counters,
 // and (watchInterval) a watch that flags label sets whose live heap keeps growing (lib/growth.js),
-// and (otlpEndpoint) OTLP profiles pushed to a collector every pushInterval (lib/push.js).
+// and (otlpEndpoint) OTLP profiles pushed to a collector every pushInterval (lib/push.js), and
+// (retainers) retainers per label on the endpoint and with each signal dump.
 // Started by heap-labels/register from the environment, or by startAgent(options) from code.
 //
 // Allocations (option allocations, on by default): the session tracks what was allocated per
@@ -18,6 +19,8 @@
 // thread, builds, encodes and writes it on a libuv worker thread and drops it; the label sets its
 // samples referenced are released with it.
 
+const fs = require('node:fs');
+const path = require('node:path');
 const { native } = require('./native');
 const { startHeapProfile, sessionOf } = require('./profile');
 const { capabilities } = require('./capabilities');
@@ -30,9 +33,10 @@ const { endpointPorts } = require('./process-model');
 const { startInstrumentation } = require('./instrument');
 const { markOwnServer } = require('./instrument/servers');
 const { report } = require('./preload-report');
-// The endpoint (./endpoint and node:http, its streams and sockets), pushing (./push) and the growth
-// watch (./growth) are loaded by the method that starts them: a configuration pays the start-up
-// instructions of what it uses only (with the defaults, none of them).
+const { retainersPathOf } = require('./dump-files');
+// The endpoint (./endpoint, ./retainers-endpoint and node:http, its streams and sockets), pushing
+// (./push) and the growth watch (./growth) are loaded by the method that starts them: a
+// configuration pays the start-up instructions of what it uses only (with the defaults, none).
 
 // Milliseconds on a monotonic clock (node:perf_hooks' performance.now() without loading it: the
 // module and its bindings cost start-up instructions).
@@ -258,14 +262,25 @@ class Agent {
     return counters();
   }
 
+  // What retains the session's live sampled objects per label group (handle.retainers(key)): one
+  // heap snapshot, the app paused for all of it. From code whatever the option `retainers`, which
+  // opens it to operators (the endpoint's route, signal dumps); refusals as handle.retainers'.
+  /** @param {{ key?: string }} [options] */
+  retainers({ key } = {}) {
+    this.#checkRunning();
+    return this.#handle.retainers(key);
+  }
+
   // Starts the agent's own HTTP server (GET /debug/pprof/heap). Resolves to { host, port, url }.
   listen({ host, port }, token) {
     this.#checkRunning();
     if (this.#server) return Promise.resolve(this.#address);
     const http = require('node:http');
     const { createHeapProfileHandler, HEAP_PATH, ALLOCS_PATH } = require('./endpoint');
+    const { createRetainersHandler, RETAINERS_PATH } = require('./retainers-endpoint');
     const handler = createHeapProfileHandler({ agent: this, token: token ?? undefined });
     const allocsHandler = createHeapProfileHandler({ agent: this, token: token ?? undefined, profile: 'allocs' });
+    const retainersHandler = createRetainersHandler({ agent: this, token: token ?? undefined });
     let open = 0;
     // Connections accepted while MAX_CONNECTIONS others were open: their requests are answered 503,
     // so the first ones keep being served (as maxConnections would, with an answer instead of a reset).
@@ -284,8 +299,11 @@ class Agent {
           handler(req, res); // never rejects
         } else if (pathname === ALLOCS_PATH) {
           allocsHandler(req, res);
+        } else if (pathname === RETAINERS_PATH) {
+          retainersHandler(req, res); // answers 404 while the option is off
         } else {
-          plain(res, 404, `heap-labels serves ${HEAP_PATH} and ${ALLOCS_PATH} only\n`);
+          const served = this.#options.retainers ? `${HEAP_PATH}, ${ALLOCS_PATH} and ${RETAINERS_PATH}` : `${HEAP_PATH} and ${ALLOCS_PATH}`;
+          plain(res, 404, `heap-labels serves ${served} only\n`);
         }
       } catch (err) {
         log(`HTTP request failed: ${err.message}`);
@@ -515,11 +533,41 @@ class Agent {
     if (this.#stopped) throw new Error('heap-labels: the agent is stopped');
   }
 
+  // With option retainers, after a signal dump: the retainers per label set (one heap snapshot,
+  // the app paused for it), written as JSON beside the dump's pprof, atomically (a hidden temporary
+  // file renamed into place, as the dump's own files). A refusal (no room, another snapshot, a stock
+  // runtime) is said on stderr and leaves the dump as it is.
+  async #writeRetainers(signal, pprofPath) {
+    let result;
+    try {
+      this.#checkRunning();
+      result = this.#handle.retainers();
+    } catch (err) {
+      log(`${signal}: no retainers: ${err.message}`);
+      return;
+    }
+    // Beside the pprof, under the dump's name: the dumps' retention removes it with the dump.
+    const file = retainersPathOf(pprofPath);
+    const temporary = path.join(path.dirname(file), `.${path.basename(file)}.${process.pid}.tmp`);
+    try {
+      await fs.promises.writeFile(temporary, `${JSON.stringify(result)}\n`);
+      await fs.promises.rename(temporary, file);
+      log(`wrote ${file} (${result.groups.length} label groups; app paused ${result.snapshot.pauseMs.toFixed(0)} ms for the heap snapshot)`);
+    } catch (err) {
+      await fs.promises.rm(temporary, { force: true }).catch(() => {});
+      log(`${signal}: could not write ${file}: ${err.message}`);
+    }
+  }
+
   #onSignal(signal) {
     if (this.#dumping) return; // one in flight: this signal is served by it
     this.#dumping = this.dump({ reason: `signal ${signal}` })
       .then(
-        (r) => log(`wrote ${r.pprofPath} and ${r.summaryPath} (${r.samples} samples; main thread held ${r.pauseMs.toFixed(1)} ms)`),
+        (r) => {
+          log(`wrote ${r.pprofPath} and ${r.summaryPath} (${r.samples} samples; main thread held ${r.pauseMs.toFixed(1)} ms)`);
+          if (this.#options.retainers) return this.#writeRetainers(signal, r.pprofPath);
+          return undefined;
+        },
         (err) => log(`${signal}: no dump: ${err.message}`),
       )
       .finally(() => {

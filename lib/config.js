@@ -390,6 +390,11 @@ const OPTIONS = Object.freeze({
   // express or fastify) labeled by its route template, other node:http/https/http2 servers' by
   // method and normalised path, with no change to the app.
   routes: { env: 'HEAP_LABELS_ROUTES', kind: onOff, default: () => true },
+  // Retainers per label for operators (labeled runtime): the endpoint's retainers route and a
+  // retainers file with each signal dump. Off by default: each read is a heap snapshot, which
+  // pauses the app for its whole walk (176 s for a 1,174 MiB heap) and needs several times the used
+  // heap in memory (docs/performance.md); an operator turns it on knowing that.
+  retainers: { env: 'HEAP_LABELS_RETAINERS', kind: onOff, default: () => false },
 });
 
 function isLoopback(host) {

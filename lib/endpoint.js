@@ -12,8 +12,7 @@
 //
 // One handler for node:http and express ((req, res)), with thin forms for fastify and koa. The
 // request chooses only among those query options: nothing in it names a file or a path.
-// With a token, requests must send `Authorization: Bearer <token>`; tokens are compared as SHA-256
-// digests with crypto.timingSafeEqual (constant time, whatever the lengths).
+// With a token, requests must send `Authorization: Bearer <token>` (lib/endpoint-http.js).
 //
 // What a client can cost: concurrent requests share one copy of V8's profile, copies are spaced
 // and ?gc=1 is rate-limited (lib/profile-reads.js); refused requests get 429 or 503 with
@@ -23,44 +22,17 @@
 const { performance } = require('node:perf_hooks');
 const { currentAgent } = require('./current-agent');
 const { SHARED_PROFILE, ReadRefusedError } = require('./profile-reads');
-
-// Loaded when a token is first digested (creating a handler with a token), not with the package:
-// a Node.js built without crypto can still profile, and a token there fails when it is configured.
-let crypto;
-const cryptoModule = () => (crypto ??= require('node:crypto'));
+const { PID_HEADER, digest, flag, queryOf, send, sendText, admitted } = require('./endpoint-http');
 
 const HEAP_PATH = '/debug/pprof/heap';
 const ALLOCS_PATH = '/debug/pprof/allocs';
 const PROFILES = ['heap', 'allocs'];
-const PID_HEADER = 'x-heap-labels-pid';
 // ?seconds=N: N in 1..MAX_DELTA_SECONDS (Go takes any positive integer its server's write timeout
 // allows; an hour is past what a profiling client asks for and bounds how long a request holds a
 // socket and its first profile). At most MAX_DELTAS wait at once (each holds one profile).
 const MAX_DELTA_SECONDS = 3600;
 const MAX_DELTAS = 16;
 let waitingDeltas = 0;
-
-function digest(text) {
-  return cryptoModule().createHash('sha256').update(text, 'utf8').digest();
-}
-
-// Whether the request carries the token (constant-time comparison of digests).
-function authorized(req, tokenDigest) {
-  const header = req.headers.authorization;
-  if (typeof header !== 'string') return false;
-  const m = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-  const given = digest(m ? m[1] : '');
-  // Compare even when the header is malformed, so timing does not tell which check failed.
-  return cryptoModule().timingSafeEqual(given, tokenDigest) && m !== null;
-}
-
-// '1'/'true' -> true, '0'/'false'/absent -> false, anything else: an error message.
-function flag(params, name) {
-  const value = params.get(name);
-  if (value === null || value === '' || value === '0' || value === 'false') return false;
-  if (value === '1' || value === 'true') return true;
-  throw new RangeError(`query parameter ${name} must be 0 or 1, got ${JSON.stringify(value)}`);
-}
 
 // The seconds of a delta request, undefined when the query has none; a RangeError for a value
 // that is not a whole number in 1..MAX_DELTA_SECONDS (Go's rule: a positive integer).
@@ -114,29 +86,6 @@ async function deltaProfile(read, seconds, req, res) {
   }
 }
 
-function send(res, status, body, headers = {}) {
-  if (res.headersSent || res.destroyed) {
-    res.destroy();
-    return;
-  }
-  res.writeHead(status, { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store', ...headers });
-  res.end(body);
-}
-
-// The query of a request target ('' when none). URLSearchParams never throws, whatever the text
-// (new URL() does, on "//" and other targets it reads as an authority).
-function queryOf(target) {
-  const url = typeof target === 'string' ? target : '';
-  const start = url.indexOf('?');
-  if (start === -1) return new URLSearchParams();
-  const end = url.indexOf('#', start);
-  return new URLSearchParams(end === -1 ? url.slice(start + 1) : url.slice(start + 1, end));
-}
-
-function sendText(res, status, text, headers) {
-  send(res, status, text, { 'content-type': 'text/plain; charset=utf-8', ...headers });
-}
-
 function checkOptions(options, where, allowed = ['agent', 'token', 'profile']) {
   if (options === undefined) return {};
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
@@ -166,14 +115,7 @@ function createHeapProfileHandler(options) {
   const tokenDigest = token === undefined ? undefined : digest(token);
   return async function heapProfileHandler(req, res) {
     try {
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        sendText(res, 405, 'heap-labels: use GET\n', { allow: 'GET, HEAD' });
-        return;
-      }
-      if (tokenDigest !== undefined && !authorized(req, tokenDigest)) {
-        sendText(res, 401, 'heap-labels: missing or wrong bearer token\n', { 'www-authenticate': 'Bearer' });
-        return;
-      }
+      if (!admitted(req, res, tokenDigest)) return;
       const params = queryOf(req.url);
       let gc;
       let debug;

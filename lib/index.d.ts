@@ -228,8 +228,10 @@ export interface HeapProfileHandle {
    * paused for the whole call (`snapshot.pauseMs`) and the snapshot needs memory of the order of
    * the used heap: it refuses (`ERR_HEAP_LABELS_NO_ROOM`) when less is free below the heap limit
    * or on the machine, and while another heap snapshot is held (`ERR_HEAP_LABELS_SNAPSHOT_BUSY`).
+   * `force: true` skips the room check (an estimate for heaps of small objects; heaps of large
+   * strings and arrays need less), never the busy one.
    */
-  retainers(key?: string): Retainers;
+  retainers(key?: string, options?: { force?: boolean }): Retainers;
   [Symbol.dispose](): void;
 }
 
@@ -426,6 +428,13 @@ export interface AgentOptions {
    * change to the app. HEAP_LABELS_ROUTES (on/off).
    */
   routes?: boolean;
+  /**
+   * Retainers per label for operators (labeled runtime): the HTTP server's
+   * /debug/heap-labels/retainers and, with each signal dump, its `<stem>.retainers.json`. Each is a
+   * heap snapshot: the app is paused for all of it and needs several times the used heap; default
+   * off. `agent.retainers()` from code works either way. HEAP_LABELS_RETAINERS (on/off).
+   */
+  retainers?: boolean;
 }
 
 /** Options after validation: defaults filled in, `dir` absolute, `http` parsed. */
@@ -452,6 +461,7 @@ export interface ResolvedAgentOptions {
   pushQueue: number;
   serviceName: string | null;
   routes: boolean;
+  retainers: boolean;
 }
 
 /** What the agent's pusher has done since it started (`Agent.pushStats()`). */
@@ -546,6 +556,14 @@ export interface Agent {
   pushStats(): PushStats | undefined;
   /** Per-label counters (see `labelCounters`). */
   counters(): LabelCounters;
+  /**
+   * What retains the session's live sampled objects, per label group (by full set, or by `key`'s
+   * value): `HeapProfileHandle.retainers(key)` on the agent's session, with its refusals
+   * (`ERR_HEAP_LABELS_UNSUPPORTED`, `ERR_HEAP_LABELS_NO_ROOM`, `ERR_HEAP_LABELS_SNAPSHOT_BUSY`).
+   * One heap snapshot: the app is paused for the whole call. Available from code whatever the
+   * option `retainers`, which opens it to operators (the endpoint, signal dumps).
+   */
+  retainers(options?: { key?: string }): Retainers;
   /**
    * The label sets the growth watch flags now, largest growth first; `[]` when `watchInterval` is 0.
    * A set stays flagged until its estimate decreases.

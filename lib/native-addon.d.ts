@@ -456,10 +456,11 @@ export declare function readProfile(session: number, resetAllocations: boolean):
 export declare function registerLabelsKey<Key extends object>(key: Key): Key
 
 /**
- * Signature: `(session: number, key?: string) => NativeRetainers` - what retains the live sampled
- * objects of each label group of the running session (by full set, or by `key`'s value).
+ * Signature: `(session: number, key?: string, force?: boolean) => NativeRetainers` - what retains
+ * the live sampled objects of each label group of the running session (by full set, or by `key`'s
+ * value). `force` skips the room check (`check_room`: an estimate), never the busy one.
  */
-export declare function retainers(session: number, key?: string | undefined | null): NativeRetainers
+export declare function retainers(session: number, key?: string | undefined | null, force?: boolean | undefined | null): NativeRetainers
 
 /** The session options' ranges and default caps. */
 export declare function sessionLimits(): NativeSessionLimits

@@ -178,4 +178,4 @@ class ProfileReads {
   }
 }
 
-module.exports = { ProfileReads, SHARED_PROFILE, ReadRefusedError };
+module.exports = { ProfileReads, SHARED_PROFILE, ReadRefusedError, COPY_GAP_FACTOR, GC_INTERVAL_MS };

@@ -249,9 +249,9 @@ class HeapProfileHandle {
 
   // What retains the session's live sampled objects, per label group (by full set, or by `key`'s
   // value): one heap snapshot joined to the samples, on the labeled runtime (sample-labels API
-  // version 3). Pauses the app for the snapshot and its walk.
-  retainers(key) {
-    return readRetainers(this.#session, key);
+  // version 3). Pauses the app for the snapshot and its walk; `{ force: true }` skips the room check.
+  retainers(key, options) {
+    return readRetainers(this.#session, key, options);
   }
 
   [dispose]() {

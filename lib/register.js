@@ -47,7 +47,9 @@ function register() {
       }
       if (agent.address) {
         const worker = processModel.workerOf();
-        report(`${worker === undefined ? '' : `${worker} (pid ${process.pid}): `}serving heap profiles at ${agent.address.url}`);
+        // With option retainers, its route too (an operator turned on what pauses the app).
+        const retainers = agent.options.retainers ? `; retainers per label at ${new URL(agent.address.url).origin}/debug/heap-labels/retainers` : '';
+        report(`${worker === undefined ? '' : `${worker} (pid ${process.pid}): `}serving heap profiles at ${agent.address.url}${retainers}`);
       }
     },
     (err) => reportNotProfiling(err),

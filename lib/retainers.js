@@ -19,6 +19,16 @@ function checkKey(key) {
   }
 }
 
+// `{ force: true }` skips the room check (an estimate, see src/retainers.rs's check_room), for one
+// who knows the heap needs less; never the check for another snapshot.
+function checkForce(options) {
+  if (options === undefined) return false;
+  if (options === null || typeof options !== 'object' || (options.force !== undefined && typeof options.force !== 'boolean')) {
+    throw coded(new TypeError('heap-labels: retainers: options must be an object whose force is a boolean'), 'ERR_INVALID_ARG_TYPE');
+  }
+  return options.force === true;
+}
+
 // On a runtime without the sample-labels API version 3 the answer would be a guess: refuse, with
 // the reason and the way out, before anything is taken.
 function checkSupported() {
@@ -35,11 +45,12 @@ function groupLabels(group, key, sets) {
 }
 
 // The running session's retainers per label group (by full set, or by `key`'s value). Pauses the
-// app for a heap snapshot and its walk; see the .d.ts for the shape.
-function readRetainers(session, key) {
+// app for a heap snapshot and its walk; see the .d.ts for the shape and `options`.
+function readRetainers(session, key, options) {
   checkKey(key);
+  const force = checkForce(options);
   checkSupported();
-  const answer = native.retainers(session, key);
+  const answer = native.retainers(session, key, force);
   const result = JSON.parse(answer.json);
   const ids = answer.labelSets.map((s) => s.id);
   const generations = answer.labelSets.map((s) => s.generation);

@@ -25,10 +25,16 @@ pub struct NativeRetainers {
     pub label_sets: Vec<NativeLabelSet>,
 }
 
-/// Signature: `(session: number, key?: string) => NativeRetainers` - what retains the live sampled
-/// objects of each label group of the running session (by full set, or by `key`'s value).
+/// Signature: `(session: number, key?: string, force?: boolean) => NativeRetainers` - what retains
+/// the live sampled objects of each label group of the running session (by full set, or by `key`'s
+/// value). `force` skips the room check (`check_room`: an estimate), never the busy one.
 #[napi]
-pub fn retainers(env: Env, session: u32, key: Option<String>) -> napi::Result<NativeRetainers> {
+pub fn retainers(
+    env: Env,
+    session: u32,
+    key: Option<String>,
+    force: Option<bool>,
+) -> napi::Result<NativeRetainers> {
     let run = || -> error::Result<NativeRetainers> {
         let started = Instant::now();
         let state = isolate_state(&env)?;
@@ -43,12 +49,14 @@ pub fn retainers(env: Env, session: u32, key: Option<String>) -> napi::Result<Na
         if held > 0 {
             return Err(Error::SnapshotBusy(held));
         }
-        check_room(
-            state.v8.used_heap_size(),
-            state.v8.heap_size_limit(),
-            machine_available(),
-        )
-        .map_err(Error::NoRoom)?;
+        if force != Some(true) {
+            check_room(
+                state.v8.used_heap_size(),
+                state.v8.heap_size_limit(),
+                machine_available(),
+            )
+            .map_err(Error::NoRoom)?;
+        }
         let raw = session::read_retainers(state, session)?;
         let facts = retainers::SnapshotFacts {
             nodes: raw.snapshot_nodes,

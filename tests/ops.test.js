@@ -156,6 +156,7 @@ test('the preload by package name (-r and --import) starts the agent with the en
       pushQueue: 8,
       serviceName: null,
       routes: true,
+      retainers: false,
     });
     assert.ok(fs.statSync(dir).isDirectory(), 'HEAP_LABELS_DIR is created');
     // Besides the automatic route labels' start line (tests/zero-code.test.js checks it), the

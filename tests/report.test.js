@@ -548,3 +548,76 @@ test('report --html with many label sets: every label has its bar, the largest 2
   assert.equal(page.framesLast, 0);
   assert.match(page.detail, /no call tree in this page for tenant="t0": only the 200 largest labels have one/);
 });
+
+test('report --html with retainers: a readable section of trees per label, names as text, the rest of the page unchanged', { timeout: 180_000 }, async (t) => {
+  const p = encodePprof({
+    samples: [
+      { stack: ['record', 'handle'], values: [10, 40_000], labels: { route: '/leak' } },
+      { stack: ['handle'], values: [1, 4_000], labels: { route: '/churn' } },
+    ],
+    lines: { record: 12, handle: 30 },
+    period: 4096,
+  });
+  const file = path.join(tmp, 'with-retainers.pb.gz');
+  fs.writeFileSync(file, zlib.gzipSync(p));
+  // A retainers result as handle.retainers('route') gives it, with a name from request data.
+  const step = (kind, text, bytes, children = [], more = {}) => ({ kind, text, bytes, samples: 1, share: bytes / 40_000, children, ...more });
+  const result = {
+    snapshot: { nodes: 91_615, snapshotMs: 1300, walkMs: 242, walkBytes: 1_000_000, pauseMs: 1600 },
+    sampleInterval: 4096,
+    key: 'route',
+    groups: [
+      {
+        labels: { route: '/leak' },
+        bytes: 40_000,
+        samples: 10,
+        unmatchedBytes: 0,
+        unmatchedSamples: 0,
+        paths: [
+          step('object', 'Object', 36_000, [
+            step('retainer', '[*] in (internal array)', 36_000, [
+              step('retainer', 'table in Map', 36_000, [step('retainer', 'leaked in system / Context', 36_000, [], { edge: 'leaked' })], { name: 'Map' }),
+            ]),
+          ]),
+          step('object', '<img src=x onerror=alert(1)> in Object', 4_000),
+        ],
+        sites: [{ functionName: 'record', url: '/app.js', lineNumber: 12, bytes: 40_000, samples: 10, share: 1 }],
+      },
+    ],
+    moreGroups: { groups: 0, bytes: 0, samples: 0 },
+  };
+  const retainers = path.join(tmp, 'retainers.json');
+  fs.writeFileSync(retainers, JSON.stringify(result));
+  const html = path.join(tmp, 'with-retainers.html');
+  const r = cli('report', file, '--key', 'route', '--retainers', retainers, '--html', html);
+  assert.equal(r.status, 0, r.stderr);
+  const page = await inBrowser(t, html, 'report-retainers.png', async (pg) => ({
+    visible: await pg.isVisible('#retainers-section'),
+    head: await pg.textContent('#retainers-section .retainers-head'),
+    summary: await pg.textContent('.retainer-group summary'),
+    rows: await pg.$$eval('.retainer-tree tr.step', (trs) => trs.map((tr) => [tr.querySelector('.share').textContent, tr.querySelector('.step-text').textContent, Number(tr.dataset.depth)])),
+    sites: await pg.$$eval('.retainer-sites td', (tds) => tds.map((td) => td.textContent)),
+    injected: await pg.$$eval('#retainers-section img', (imgs) => imgs.length),
+    // The page's own views still work beside it.
+    labels: await pg.$$eval('tr.label-row', (trs) => trs.map((tr) => tr.dataset.label)),
+    frames: await pg.$$eval('#flame .frame', (fs) => fs.length),
+    collapsed: await pg.locator('.retainer-group summary').click().then(() => pg.isVisible('.retainer-tree')),
+    // Open again for the screenshot.
+    reopened: await pg.locator('.retainer-group summary').click().then(() => pg.isVisible('.retainer-tree')),
+  }));
+  assert.equal(page.visible, true);
+  assert.match(page.head, /^Retainers per route: heap snapshot of 91,615 nodes, app paused 1\.6 s \(snapshot 1\.3 s, walk 242 ms\)/);
+  assert.equal(page.summary, 'route="/leak": 39.1 KiB in 10 samples');
+  assert.deepEqual(page.rows, [
+    ['90.0%', 'Object', 0],
+    ['90.0%', '[*] in (internal array)', 1],
+    ['90.0%', 'table in Map', 2],
+    ['90.0%', 'leaked in system / Context', 3],
+    ['10.0%', '<img src=x onerror=alert(1)> in Object', 0],
+  ]);
+  assert.equal(page.injected, 0, 'names are text, never markup');
+  assert.deepEqual(page.sites, ['record /app.js:12', '39.1 KiB', '100.0%']);
+  assert.deepEqual(page.labels, ['route="/leak"', 'route="/churn"']);
+  assert.ok(page.frames >= 2, 'the flame graph is drawn');
+  assert.deepEqual([page.collapsed, page.reopened], [false, true], 'a group folds and opens');
+});

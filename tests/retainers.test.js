@@ -14,7 +14,8 @@ const os = require('node:os');
 const path = require('node:path');
 const { libPath } = require('./helpers');
 const hl = require(libPath);
-const { retainersText } = require('../lib/report');
+const { retainersText, reportHtml, fromAllocationProfile } = require('../lib/report');
+const { retainersSection } = require('../lib/report/retainers-html');
 const { main } = require('../lib/report/cli');
 
 const caps = hl.capabilities();
@@ -76,6 +77,17 @@ test('the key must be a non-empty string or undefined', () => {
   try {
     for (const key of ['', 5, null, {}]) {
       assert.throws(() => handle.retainers(key), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: /retainers: key must be/ });
+    }
+  } finally {
+    handle.stop();
+  }
+});
+
+test('the options must be an object whose force is a boolean', () => {
+  const handle = hl.startHeapProfile();
+  try {
+    for (const options of [null, 'force', { force: 'yes' }, { force: 1 }]) {
+      assert.throws(() => handle.retainers('route', options), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE', message: /retainers: options must be an object whose force is a boolean/ });
     }
   } finally {
     handle.stop();
@@ -165,6 +177,93 @@ test('the text view: a tree per group under its share and bytes, names escaped',
   assert.doesNotMatch(shallow, /table in Map/);
 });
 
+// The HTML of one group of a retainers section (lib/report/retainers-html.js), read without a DOM:
+// its rows as { kind, depth, bytes, text } (text with its entities as written), its sites' cells.
+function htmlGroup(html, label) {
+  const start = html.indexOf(`<details class="retainer-group" open data-label="${label}"`);
+  assert.ok(start >= 0, `a group ${label} in:\n${html}`);
+  const block = html.slice(start, html.indexOf('</details>', start));
+  const rows = [...block.matchAll(/<tr class="step" data-kind="(\w+)" data-depth="(\d+)" data-bytes="([\d.e+-]+)">.*?<td class="step-text"[^>]*>(.*?)<\/td><\/tr>/g)].map((m) => ({
+    kind: m[1],
+    depth: Number(m[2]),
+    bytes: Number(m[3]),
+    text: m[4],
+  }));
+  return { block, rows };
+}
+
+test('the HTML report\'s retainers section: a table per group, every name escaped, readable without script', () => {
+  const hostile = structuredClone(RESULT);
+  hostile.groups[0].labels = { route: '/leak<script>alert(1)</script>' };
+  hostile.groups[0].paths[0].children[0].text = '<img src=x onerror=alert(1)> in "Object" & \u202eevil';
+  hostile.groups[0].sites[0].functionName = '</table><script>';
+  const html = retainersSection([{ source: 'dir/<r>.json', result: hostile }]);
+  assert.doesNotMatch(html, /<script|<img|<\/table><script/i, 'no markup from the result');
+  assert.ok(!html.includes('\u001b') && !html.includes('\u202e'), 'control and bidirectional characters are shown escaped');
+  const { block, rows } = htmlGroup(html, 'route=&quot;/leak&lt;script&gt;alert(1)&lt;/script&gt;&quot;');
+  assert.deepEqual(rows, [
+    { kind: 'object', depth: 0, bytes: 900, text: 'Object' },
+    { kind: 'retainer', depth: 1, bytes: 900, text: '&lt;img src=x onerror=alert(1)&gt; in &quot;Object&quot; &amp; \\u{202e}evil' },
+    { kind: 'retainer', depth: 2, bytes: 900, text: 'table in Map\\x1b[31m \u2026' },
+    { kind: 'unmatched', depth: 0, bytes: 100, text: '(not in the snapshot: dead, or allocated after it)' },
+  ]);
+  assert.match(block, /<td class="share">90\.0%<\/td><td class="bytes">900 B<\/td>/);
+  assert.match(block, /<td>&lt;\/table&gt;&lt;script&gt; file:\/\/\/app\.js:12<\/td><td>1000 B<\/td><td>100\.0%<\/td>/);
+  assert.match(html, /<p class="retainers-head">Retainers per route: heap snapshot of 123,456 nodes, app paused 930 ms .*<br><span class="source">dir\/&lt;r&gt;\.json<\/span><\/p>/);
+  assert.match(html, /2 more groups not shown \(30 B in 3 samples\)/);
+  assert.equal(retainersSection([]), '');
+});
+
+test('heap-labels report shows retainers given with --retainers, and a dump\'s own beside its pprof', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-retainers-report-'));
+  const run = (...argv) => {
+    const out = { stdout: '', stderr: '' };
+    const io = { stdout: { write: (s) => (out.stdout += s) }, stderr: { write: (s) => (out.stderr += s) } };
+    return { status: main(argv, io), ...out };
+  };
+  const handle = hl.startHeapProfile();
+  try {
+    const kept = Array.from({ length: 5000 }, (_, i) => ({ i }));
+    const profile = handle.getAllocationProfile();
+    assert.ok(kept.length > 0);
+    const dump = path.join(dir, 'heap-labels-20261203T120000.000Z-1-1.pb.gz');
+    fs.writeFileSync(dump, profile.toPprof());
+    const other = path.join(dir, 'other.pb.gz');
+    fs.copyFileSync(dump, other);
+    const given = path.join(dir, 'r.json');
+    fs.writeFileSync(given, JSON.stringify(RESULT));
+    // Without retainers: no section.
+    const plain = run('report', other, '--html', path.join(dir, 'plain.html'));
+    assert.equal(plain.status, 0, plain.stderr);
+    assert.doesNotMatch(fs.readFileSync(path.join(dir, 'plain.html'), 'utf8'), /retainers-section/);
+    assert.doesNotMatch(plain.stdout, /Retainers per/);
+    // Given: after the tables, and a section of the page.
+    const withGiven = run('report', other, '--retainers', given, '--html', path.join(dir, 'given.html'));
+    assert.equal(withGiven.status, 0, withGiven.stderr);
+    assert.ok(withGiven.stdout.endsWith(retainersText(RESULT)), withGiven.stdout);
+    const page = fs.readFileSync(path.join(dir, 'given.html'), 'utf8');
+    assert.equal(page.match(/<section id="retainers-section">/g).length, 1);
+    assert.ok(page.indexOf('id="flame-section"') < page.indexOf('id="retainers-section"'));
+    htmlGroup(page, 'route=&quot;/leak&quot;');
+    // A dump's own file (<stem>.retainers.json) is found; a bad one is refused like any input.
+    fs.writeFileSync(dump.replace(/\.pb\.gz$/, '.retainers.json'), JSON.stringify(RESULT));
+    const own = run('report', dump, '--html', path.join(dir, 'own.html'));
+    assert.equal(own.status, 0, own.stderr);
+    assert.match(own.stderr, /with the dump's retainers .*heap-labels-20261203T120000\.000Z-1-1\.retainers\.json/);
+    assert.match(fs.readFileSync(path.join(dir, 'own.html'), 'utf8'), /<section id="retainers-section">/);
+    fs.writeFileSync(dump.replace(/\.pb\.gz$/, '.retainers.json'), '{"groups": 1}');
+    const bad = run('report', dump);
+    assert.equal(bad.status, 2);
+    assert.match(bad.stderr, /not a retainers result/);
+    assert.match(run('diff', dump, other, '--retainers', given).stderr, /--retainers is an option of report/);
+    // In process, reportHtml takes them with their source.
+    assert.match(reportHtml([fromAllocationProfile(profile)], { retainers: [{ source: 'x', result: RESULT }] }), /id="retainers-section"/);
+  } finally {
+    handle.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('heap-labels retainers prints a saved result and refuses what is not one', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-retainers-'));
   const run = (...argv) => {
@@ -219,6 +318,12 @@ test('a module-level Map that keeps /leak\'s requests holds >= 90 % of its sampl
   // The Map step names the variable that holds it.
   const text = retainersText(out.result);
   assert.match(text, /table in Map\n.*leaked in /, text);
+  // The HTML report's section shows the same: /leak's rows through the Map's table, and the
+  // variable that holds the Map.
+  const { rows } = htmlGroup(retainersSection([{ source: 'map-leak', result: out.result }]), 'route=&quot;/leak&quot;');
+  const throughMap = rows.filter((r) => /^table in Map( \u2026)?$/.test(r.text)).reduce((sum, r) => sum + r.bytes, 0);
+  assert.ok(throughMap / leak.bytes >= 0.9, `HTML rows through the Map: ${throughMap} of ${leak.bytes}`);
+  assert.ok(rows.some((r) => /^leaked in /.test(r.text)), 'the Map\'s variable');
   const churn = groupOf(out.result, '/churn');
   assert.ok(!churn || churn.bytes < leak.bytes * 0.1, `/churn keeps little: ${churn && churn.bytes}`);
   // The module's Map, the one `leaked` names: /churn's few live samples are code objects the JIT made
@@ -269,5 +374,7 @@ test('with less than the used heap free below the heap limit, retainers refuses 
   assert.ok(out.used > out.limit / 2, JSON.stringify(out));
   assert.equal(out.refused?.code, 'ERR_HEAP_LABELS_NO_ROOM', JSON.stringify(out));
   assert.match(out.refused.message, /a heap snapshot needs about the used heap again \(\d+\.\d MiB\), and only \d+\.\d MiB are left below the heap limit/);
+  // force skips the room check: the snapshot is taken (its memory is mostly outside the JS heap).
+  assert.ok(out.forced.groups >= 1, `forced: ${JSON.stringify(out.forced)}`);
   assert.equal(out.after, null, `after a GC it fits: ${JSON.stringify(out.after)}`);
 });

@@ -12,7 +12,9 @@
 //! - Retention: [`prune`] keeps the newest `keep` complete dumps of the directory (by the time in
 //!   the name, whatever the pid) and removes the files of older ones; a summary without its pprof
 //!   (a process killed between the two renames) is not a dump: it is removed once older than the
-//!   oldest kept dump. Files that do not follow the naming are never touched.
+//!   oldest kept dump. Files that do not follow the naming are never touched. A dump's retainers
+//!   (`<stem>.retainers.json`, written after it by the agent when its option `retainers` is on:
+//!   lib/agent.js) go with the dump, and are kept or removed as its summary is.
 
 use std::fs;
 use std::io::{self, Write};
@@ -26,6 +28,8 @@ pub const PREFIX: &str = "heap-labels-";
 pub const PPROF_EXT: &str = ".pb.gz";
 /// Extension of the summary file.
 pub const SUMMARY_EXT: &str = ".txt";
+/// Extension of a dump's retainers (lib/agent.js writes them; only retention knows them here).
+pub const RETAINERS_EXT: &str = ".retainers.json";
 
 /// The stem (name without extension) of a dump.
 pub fn stem(time_nanos: i64, pid: u32, seq: u32, tag: Option<&str>) -> String {
@@ -119,8 +123,8 @@ fn dump_key(stem: &str) -> Option<(&str, u64, u64, &str)> {
     Some((time, pid, seq, parts.next().unwrap_or("")))
 }
 
-/// Removes all but the newest `keep` complete dumps in `dir` (and summaries without their pprof
-/// older than the oldest kept dump); returns the files removed. Files that are not named like
+/// Removes all but the newest `keep` complete dumps in `dir` (and summaries or retainers without
+/// their pprof older than the oldest kept dump); returns the files removed. Files that are not named like
 /// dumps stay. A file that vanished meanwhile (another process pruning) is no error.
 pub fn prune(dir: &Path, keep: usize) -> io::Result<Vec<PathBuf>> {
     let mut complete: Vec<String> = Vec::new();
@@ -131,7 +135,10 @@ pub fn prune(dir: &Path, keep: usize) -> io::Result<Vec<PathBuf>> {
         let Some(name) = name.to_str() else { continue };
         let (stem, is_pprof) = match name.strip_suffix(PPROF_EXT) {
             Some(stem) => (stem, true),
-            None => match name.strip_suffix(SUMMARY_EXT) {
+            None => match name
+                .strip_suffix(SUMMARY_EXT)
+                .or_else(|| name.strip_suffix(RETAINERS_EXT))
+            {
                 Some(stem) => (stem, false),
                 None => continue,
             },
@@ -290,6 +297,29 @@ mod tests {
             expected.push(format!("{}{SUMMARY_EXT}", at(i)));
         }
         expected.push(format!("{}{SUMMARY_EXT}", at(9)));
+        expected.sort();
+        assert_eq!(names(&dir), expected);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_dumps_retainers_go_with_it() {
+        let dir = tmpdir("retainers");
+        let t = 1_700_000_000_000_000_000i64;
+        let at = |i: i64| stem(t + i * 1_000_000, 1, i as u32, None);
+        for i in 0..3 {
+            write(&dir, &at(i), b"pprof", "summary").unwrap();
+            fs::write(dir.join(format!("{}{RETAINERS_EXT}", at(i))), "{}").unwrap();
+        }
+        fs::write(dir.join("retainers.json"), "{}").unwrap();
+        let removed = prune(&dir, 2).unwrap();
+        assert_eq!(removed.len(), 3, "{removed:?}");
+        let mut expected = vec!["retainers.json".to_owned()];
+        for i in [1, 2] {
+            for ext in [PPROF_EXT, SUMMARY_EXT, RETAINERS_EXT] {
+                expected.push(format!("{}{ext}", at(i)));
+            }
+        }
         expected.sort();
         assert_eq!(names(&dir), expected);
         fs::remove_dir_all(&dir).unwrap();

@@ -12,8 +12,9 @@ const { reportText, diffText } = require('./text');
 const { reportHtml, diffHtml } = require('./html');
 const { exportOtlp } = require('./export');
 const { retainersText, readRetainersFile } = require('./retainers');
+const { retainersPathOf } = require('../dump-files');
 
-const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N] [--all] [--html OUT.html] [--json]
+const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N] [--all] [--html OUT.html] [--json] [--retainers R.json]...
        heap-labels diff <base.pb.gz> <current.pb.gz> [--key KEY] [--top N] [--html OUT.html] [--json]
        heap-labels export --otlp <profile.pb.gz> [--out FILE] [--service-name NAME] [--attribute K=V]...
        heap-labels retainers <retainers.json>... [--depth N]
@@ -27,6 +28,10 @@ const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N
                  the rest)
   --html FILE    also write a self-contained HTML view (bars, flame graph, timeline)
   --json         print the figures as JSON instead of the text tables
+  --retainers FILE
+                 report: also show these retainers per label (the JSON of handle.retainers(), or of
+                 the agent's /debug/heap-labels/retainers): after the tables, and as a section of
+                 the HTML; a dump's own (<stem>.retainers.json beside <stem>.pb.gz) is shown too
   --max-inflated-mib N
                  largest profile read, in MiB once decompressed (default ${DEFAULT_MAX_INFLATED_BYTES / 1048576}): a
                  file beyond it is refused, not read
@@ -50,6 +55,7 @@ const OPTIONS = {
   attribute: { type: 'string', multiple: true },
   'max-inflated-mib': { type: 'string' },
   depth: { type: 'string' },
+  retainers: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 };
 
@@ -80,6 +86,8 @@ function parse(argv) {
     if (!/^\d+$/.test(values.depth)) throw new ReportError(`--depth must be a non-negative integer, got ${JSON.stringify(values.depth)}`);
     o.depth = Number(values.depth);
   }
+  o.retainers = values.retainers ?? [];
+  if (o.retainers.length > 0 && o.command !== 'report') throw new ReportError('--retainers is an option of report (heap-labels --help for usage)');
   o.groups = values.all ? Infinity : DEFAULT_GROUPS;
   if (values.all && o.command !== 'report') throw new ReportError('--all is an option of report (heap-labels --help for usage)');
   if (o.key !== undefined && o.key === '') throw new ReportError('--key must not be empty');
@@ -126,6 +134,21 @@ function warn(io, warnings) {
   for (const w of warnings) io.stderr.write(`heap-labels: warning: ${printable(w)}\n`);
 }
 
+// The retainers a report shows: those given with --retainers, then each profile's own (a dump's
+// <stem>.retainers.json beside its <stem>.pb.gz, written by the agent with option retainers), each
+// once, as [{ source, result }].
+function reportRetainers(o, io) {
+  const files = [...o.retainers];
+  for (const profile of o.files) {
+    const own = retainersPathOf(profile);
+    if (own !== undefined && !files.includes(own) && fs.existsSync(own)) {
+      io.stderr.write(`heap-labels: with the dump's retainers ${printable(own)}\n`);
+      files.push(own);
+    }
+  }
+  return files.map((file) => ({ source: file, result: readRetainersFile(file) }));
+}
+
 // Runs one command line; returns the exit status. `io` is where output goes (tests pass buffers).
 function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
   try {
@@ -141,14 +164,16 @@ function main(argv, io = { stdout: process.stdout, stderr: process.stderr }) {
       const inputs = o.files.map((f) => ({ file: f, bytes: readProfileBytes(f, o) }));
       const summaries = inputs.map(({ file, bytes }) => summarizePprof(bytes, file, o));
       for (const s of summaries) warn(io, s.warnings);
+      const retainers = reportRetainers(o, io);
       if (o.json) {
+        // The profiles' figures only: the retainers' JSON is their own file.
         io.stdout.write(`${JSON.stringify(summaries.map(summaryJson), null, 2)}\n`);
       } else {
-        io.stdout.write(summaries.map((s) => reportText(s, o)).join('\n'));
+        io.stdout.write([...summaries.map((s) => reportText(s, o)), ...retainers.map((r) => retainersText(r.result))].join('\n'));
       }
       if (o.html) {
         const models = inputs.map(({ file, bytes }) => readPprof(bytes, file, o));
-        writeHtml(o.html, reportHtml(models, o));
+        writeHtml(o.html, reportHtml(models, { ...o, retainers }));
         io.stderr.write(`wrote ${o.html}\n`);
       }
       return 0;

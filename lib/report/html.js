@@ -1,10 +1,12 @@
 'use strict';
 // The HTML view: one self-contained file (inline CSS, script and data; nothing fetched) with
 // per-label bars, an icicle (flame graph, root on top) of the selected label, and, for several
-// snapshots, live bytes per label over time. The page builds its DOM with textContent only, so
-// label values and function names cannot inject markup.
+// snapshots, live bytes per label over time; given retainers per label, a static section of their
+// trees (lib/report/retainers-html.js). The page builds its DOM with textContent only, so label
+// values and function names cannot inject markup; the retainers section is escaped where it is made.
 
 const { groupModel, callTree, siteText } = require('./aggregate');
+const { retainersSection, RETAINERS_CSS } = require('./retainers-html');
 
 // Nodes under this fraction of their tree's total are left out (bounded file size; invisible anyway).
 const MIN_FRACTION = 1 / 2000;
@@ -76,7 +78,8 @@ function growthTree(baseSamples, currentSamples) {
 // Safe inside <script>: no "</script", no "<!--", no U+2028/9 surprises.
 const embed = (data) => JSON.stringify(data).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 
-function page(title, data) {
+// `extra`: static sections after the flame graph (escaped by their maker), with their CSS.
+function page(title, data, extra = { html: '', css: '' }) {
   const escapeHtml = (s) => s.replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
   return `<!doctype html>
 <html lang="en">
@@ -84,7 +87,7 @@ function page(title, data) {
 <meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
 <title>${escapeHtml(title)}</title>
-<style>${CSS}</style>
+<style>${CSS}${extra.css}</style>
 </head>
 <body>
 <h1 id="title"></h1>
@@ -92,6 +95,7 @@ function page(title, data) {
 <section id="labels-section"><h2 id="labels-heading">Labels</h2><table id="labels"></table></section>
 <section id="timeline-section" hidden><h2>Live bytes per label over time</h2><svg id="timeline" role="img"></svg><div id="legend"></div></section>
 <section id="flame-section"><h2>Call tree of <select id="label-select"></select></h2><p class="hint">Widths are <span id="flame-measure">in-use bytes</span>; click a frame to zoom, the top bar to zoom out.</p><div id="flame"></div><div id="flame-detail"></div></section>
+${extra.html}
 <script type="application/json" id="heap-labels-data">${embed(data)}</script>
 <script>${SCRIPT}</script>
 </body>
@@ -99,10 +103,12 @@ function page(title, data) {
 `;
 }
 
-// One or more snapshots of a report (oldest first by time_nanos for the timeline).
-function reportHtml(models, { key } = {}) {
+// One or more snapshots of a report (oldest first by time_nanos for the timeline). `retainers`:
+// [{ source, result }], retainers results (handle.retainers()) shown in a section of their own.
+function reportHtml(models, { key, retainers = [] } = {}) {
   const snapshots = models.map((m) => snapshotData(m, key)).sort((a, b) => a.readNanos - b.readNanos);
-  return page('heap-labels report', { kind: 'report', key: key ?? null, snapshots });
+  const extra = retainers.length > 0 ? { html: retainersSection(retainers), css: RETAINERS_CSS } : undefined;
+  return page('heap-labels report', { kind: 'report', key: key ?? null, snapshots }, extra);
 }
 
 // A diff of two models (diff is diffModels' result for them).

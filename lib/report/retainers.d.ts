@@ -9,3 +9,5 @@ import type { Retainers } from '../index.js';
 export function retainersText(result: Retainers, options?: { depth?: number }): string;
 /** The JSON of a `handle.retainers()` result written to `file`, its shape checked; throws ReportError. */
 export function readRetainersFile(file: string): Retainers;
+/** The first lines of a result's view: what was grouped and what the snapshot cost; how to read the trees. */
+export function retainersHeader(result: Retainers): [string, string];

@@ -57,6 +57,8 @@ function checkShape(result, file) {
 
 const ms = (n) => (n >= 1000 ? `${(n / 1000).toFixed(1)} s` : `${Math.round(n)} ms`);
 
+// The first lines of a result's view (text and HTML): what was grouped, what the snapshot cost,
+// how to read the trees.
 function header(result) {
   const s = result.snapshot;
   const by = result.key === undefined ? 'label set' : printable(result.key);
@@ -115,4 +117,4 @@ function retainersText(result, { depth = Infinity } = {}) {
   return `${out.join('\n')}\n`;
 }
 
-module.exports = { retainersText, readRetainersFile };
+module.exports = { retainersText, readRetainersFile, retainersHeader: header };

@@ -53,6 +53,13 @@ async function production(): Promise<void> {
   await startAgent({ watchInterval: '1m' });
   const routesOn: boolean | undefined = (await startAgent({ routes: false })).options.routes;
   void routesOn;
+  const operators: boolean = (await startAgent({ retainers: true })).options.retainers;
+  const byRoute: number | undefined = agent.retainers({ key: 'route' }).groups[0]?.bytes;
+  void [operators, byRoute, agent.retainers().snapshot.pauseMs];
+  // @ts-expect-error: retainers is on or off (a boolean from code)
+  await startAgent({ retainers: 'route' });
+  // @ts-expect-error: the key goes in the options
+  agent.retainers('route');
   // @ts-expect-error: routes is on or off (a boolean from code)
   await startAgent({ routes: 'express' });
   await agent.stop();

@@ -51,6 +51,10 @@ const retainers: string = retainersText(readRetainersFile('retainers.json'), { d
 // @ts-expect-error depth is a number
 retainersText(readRetainersFile('retainers.json'), { depth: '4' });
 console.log(retainers);
+const withRetainers: string = reportHtml([a], { key: 'route', retainers: [{ source: 'r.json', result: readRetainersFile('r.json') }] });
+// @ts-expect-error retainers are results with their source
+reportHtml([a], { retainers: [readRetainersFile('r.json')] });
+console.log(withRetainers);
 try {
   readPprofFile('missing');
 } catch (e) {

@@ -69,6 +69,10 @@ if (caps.retainers) {
   console.log(pause, route, held, tracked.retainers().key);
   // @ts-expect-error the key is a string
   tracked.retainers(5);
+  const forced: Retainers = tracked.retainers(undefined, { force: true });
+  void forced;
+  // @ts-expect-error force is a boolean
+  tracked.retainers('route', { force: 'yes' });
 }
 
 // @ts-expect-error label values are strings
