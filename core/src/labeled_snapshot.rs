@@ -504,7 +504,7 @@ fn scan_with<R: Read>(input: R, buffer_bytes: usize) -> Result<Layout, SnapshotE
     }
     layout.nodes_end = bytes.offset;
     bytes.next()?;
-    if values % fields.node_fields as u64 != 0 {
+    if !values.is_multiple_of(fields.node_fields as u64) {
         return format_error("nodes is not a whole number of nodes");
     }
     layout.node_count = values / fields.node_fields as u64;
@@ -583,7 +583,7 @@ fn scan_edges<R: Read>(
     }
     layout.edges_end = bytes.offset;
     bytes.next()?;
-    if values % fields.edge_fields as u64 != 0 || values < root_values {
+    if !values.is_multiple_of(fields.edge_fields as u64) || values < root_values {
         return format_error("edges is not a whole number of edges, or fewer than the root's");
     }
     Ok(values / fields.edge_fields as u64)
