@@ -6,6 +6,7 @@
 
 #include "heap-labels/src/bridge.rs.h"
 #include "heap_labels/js_value.h"
+#include "heap_labels/labeled_snapshot.h"
 #include "heap_labels/patched_api.h"
 #include "heap_labels/retainers.h"
 #include "heap_labels/sample_labels.h"
@@ -249,6 +250,22 @@ RawRetainers IsolateState::read_retainers() {
         "the sampling heap profiler was stopped elsewhere");
   }
   return retainers;
+}
+
+RawSnapshotFile IsolateState::write_snapshot_file(bool labels, rust::Str path) {
+  RawSnapshotFile file;
+  if (labels && !sampling_) {
+    throw std::runtime_error("no sampling heap profiler is running");
+  }
+  if (!WriteSnapshotFile(isolate_, sample_context_.unlabeled_word, labels, path,
+                         &file)) {
+    // As in read_profile: V8's sampler was stopped outside heap-labels.
+    StopExternalTracking();
+    sampling_ = false;
+    throw std::runtime_error(
+        "the sampling heap profiler was stopped elsewhere");
+  }
+  return file;
 }
 
 void IsolateState::arm_near_heap_limit(std::size_t dumper, uint32_t count) {

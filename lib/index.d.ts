@@ -232,7 +232,55 @@ export interface HeapProfileHandle {
    * strings and arrays need less), never the busy one.
    */
   retainers(key?: string, options?: { force?: boolean }): Retainers;
+  /**
+   * Writes a heap snapshot file (`path`, default `heap-labels-<time>-<pid>-<seq>.heapsnapshot` in
+   * the working directory; written under a temporary name and renamed: whole or absent). Without
+   * `labels`: V8's snapshot, on any runtime. With `labels: true` (labeled runtime,
+   * `capabilities().retainers`; a running session): one node per label group of the session (by
+   * full label set, or by `key`'s value), `(heap-labels) route="/leak"`, with weak edges to the
+   * group's sampled objects, for DevTools' Memory panel (Summary: filter by `heap-labels`); every
+   * object keeps its retained size. Pauses the app for the whole call and refuses as `retainers()`
+   * does (`ERR_HEAP_LABELS_NO_ROOM`, `ERR_HEAP_LABELS_SNAPSHOT_BUSY`, `ERR_HEAP_LABELS_UNSUPPORTED`).
+   */
+  writeHeapSnapshot(options?: { labels?: boolean; key?: string; path?: string }): HeapSnapshotFile;
   [Symbol.dispose](): void;
+}
+
+/** `HeapProfileHandle.writeHeapSnapshot()`: what was written and what it cost. */
+export interface HeapSnapshotFile {
+  /** Absolute path of the file. */
+  path: string;
+  /** Bytes of the file. */
+  bytes: number;
+  /** Nodes of V8's snapshot (the label nodes not counted). */
+  nodes: number;
+  /** Milliseconds for the snapshot (and the profile). */
+  snapshotMs: number;
+  /** Milliseconds for V8's serialization to the file. */
+  serializeMs: number;
+  /** Milliseconds for the two passes that add the label nodes (0 without labels). */
+  labelMs: number;
+  /** Milliseconds the app was paused: the whole call. */
+  pauseMs: number;
+  /** With labels and `key`: the grouping key. */
+  key?: string;
+  /** With labels: one per label group with samples, largest first. */
+  groups?: HeapSnapshotLabelGroup[];
+}
+
+export interface HeapSnapshotLabelGroup {
+  /** As `byLabel`: a full set, `{ [key]: value }`, or `{}` for unlabeled samples. */
+  labels: Labels;
+  /** The label node's name in the file: `(heap-labels) route="/leak"`. */
+  node: string;
+  /** Estimated live bytes of the group's samples (as `byLabel`'s `bytes`). */
+  bytes: number;
+  samples: number;
+  /** Of those, the samples whose object is in the snapshot (linked by a weak edge), and their bytes. */
+  linkedBytes: number;
+  linkedSamples: number;
+  /** Distinct objects the label node has edges to. */
+  objects: number;
 }
 
 /** `HeapProfileHandle.retainers()`: what keeps each label group's sampled objects alive. */

@@ -400,6 +400,15 @@ export interface NativeSetKeys {
 }
 
 /**
+ * The answer: the facts as JSON (groups name their label set by id, `labelSet`), and the pairs of
+ * those sets.
+ */
+export interface NativeSnapshotFile {
+  json: string
+  labelSets: Array<NativeLabelSet>
+}
+
+/**
  * Options of `startProfile`, already validated and defaulted by lib/ under the same names. The
  * integers cross as f64, so that the range check sees the caller's number (napi's u32 conversion
  * would wrap 2^32 + 5 to 5).
@@ -473,3 +482,11 @@ export declare function stats(): NativeStats
 
 /** Reads the last profile, then stops. */
 export declare function stopProfile(session: number): NativeProfile
+
+/**
+ * Signature: `(session: number, path: string | undefined, labels: boolean, key?: string) =>
+ * NativeSnapshotFile` - writes a heap snapshot to `path` (default: `heap-labels-<time>-<pid>-<seq>
+ * .heapsnapshot` in the working directory); with `labels`, with a node per label group of the
+ * running session `session` (by full set, or by `key`'s value).
+ */
+export declare function writeHeapSnapshot(session: number, path: string | undefined | null, labels: boolean, key?: string | undefined | null): NativeSnapshotFile

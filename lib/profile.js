@@ -9,6 +9,7 @@ const { otlpOptions } = require('./otlp');
 const { coded } = require('./node-errors');
 const { readHeapStats } = require('./group-stats');
 const { readRetainers } = require('./retainers');
+const { writeSnapshot } = require('./labeled-snapshot');
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
@@ -252,6 +253,12 @@ class HeapProfileHandle {
   // version 3). Pauses the app for the snapshot and its walk; `{ force: true }` skips the room check.
   retainers(key, options) {
     return readRetainers(this.#session, key, options);
+  }
+
+  // A heap snapshot file (v8.writeHeapSnapshot's); with `labels: true` (labeled runtime, session
+  // running) a node per label group with weak edges to its sampled objects. Pauses the app.
+  writeHeapSnapshot(options) {
+    return writeSnapshot(this.#session, options);
   }
 
   [dispose]() {

@@ -52,15 +52,22 @@ function readRetainers(session, key, options) {
   checkSupported();
   const answer = native.retainers(session, key, force);
   const result = JSON.parse(answer.json);
-  const ids = answer.labelSets.map((s) => s.id);
-  const generations = answer.labelSets.map((s) => s.generation);
-  const sets = labelsOfSets(ids, generations, ids.length, (missing) => answer.labelSets.filter((s) => missing.includes(s.id)));
-  result.groups = result.groups.map(({ labelSet, value, ...group }) => ({
-    labels: groupLabels({ labelSet, value }, key, sets),
-    ...group,
-  }));
+  result.groups = withLabels(result.groups, key, answer.labelSets);
   if (result.key === null) delete result.key;
   return result;
 }
 
-module.exports = { readRetainers };
+// Native groups (`labelSet`: the id of one of `labelSets`, or `value`: of `key`) with their labels
+// as the frozen objects byLabel() hands out, first. Also the labeled heap snapshot's groups
+// (lib/labeled-snapshot.js).
+function withLabels(groups, key, labelSets) {
+  const ids = labelSets.map((s) => s.id);
+  const generations = labelSets.map((s) => s.generation);
+  const sets = labelsOfSets(ids, generations, ids.length, (missing) => labelSets.filter((s) => missing.includes(s.id)));
+  return groups.map(({ labelSet, value, ...group }) => ({
+    labels: groupLabels({ labelSet, value }, key, sets),
+    ...group,
+  }));
+}
+
+module.exports = { readRetainers, withLabels, checkKey };

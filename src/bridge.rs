@@ -156,6 +156,23 @@ pub mod ffi {
         walk_bytes: u64,
     }
 
+    /// A heap snapshot written to a file (`cpp/labeled_snapshot.cc`), with labels joined to the
+    /// running session's samples (sample-labels API version 3).
+    #[derive(Debug, Clone, Default)]
+    struct RawSnapshotFile {
+        /// With labels: the session's profile (no dead samples), index-aligned with
+        /// `sample_nodes`; empty without.
+        profile: RawProfile,
+        /// Per sample: its object's node ordinal in the file, `u32::MAX` when it has none.
+        sample_nodes: Vec<u32>,
+        /// Nodes of the snapshot.
+        snapshot_nodes: u64,
+        /// Milliseconds for the snapshot (and the profile).
+        snapshot_ms: f64,
+        /// Milliseconds for V8's serialization to the file.
+        serialize_ms: f64,
+    }
+
     /// Result of probing the patched-V8 sample-labels API (`cpp/patched_api.cc`).
     #[derive(Debug, Clone)]
     struct PatchedApiStatus {
@@ -370,6 +387,17 @@ pub mod ffi {
         /// version 3 or no profiler runs. Each sample's label word owns a reference (as in
         /// `read_profile`).
         fn read_retainers(self: Pin<&mut IsolateState>) -> Result<RawRetainers>;
+
+        /// Takes a heap snapshot and writes V8's serialization of it to `path`; with `labels`,
+        /// also the session's profile with each sample's node in the file. The snapshot is
+        /// deleted before it returns. Pauses the isolate throughout. Fails when the file cannot be
+        /// written, or with `labels` when the runtime has no API version 3 or no profiler runs.
+        /// Each sample's label word owns a reference (as in `read_profile`).
+        fn write_snapshot_file(
+            self: Pin<&mut IsolateState>,
+            labels: bool,
+            path: &str,
+        ) -> Result<RawSnapshotFile>;
 
         /// Registers the near-heap-limit callback: up to `count` dumps through the
         /// `NearHeapLimitHook` at address `dumper`, which must stay valid until

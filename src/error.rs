@@ -41,14 +41,15 @@ pub enum Error {
     #[error("heap-labels: {0}")]
     Unsupported(String),
     /// V8 holds heap snapshots already: a second one at the same time would double the memory.
+    /// `op` names the operation (`retainers`, `writeHeapSnapshot`).
     #[error(
-        "heap-labels: retainers: another heap snapshot is in progress (V8 holds {0}: \
+        "heap-labels: {op}: another heap snapshot is in progress (V8 holds {held}: \
          v8.getHeapSnapshot() still streaming, or the inspector's); try again when it is done"
     )]
-    SnapshotBusy(i32),
+    SnapshotBusy { op: &'static str, held: i32 },
     /// Too little memory for a heap snapshot (see `retainers::check_room`).
-    #[error("heap-labels: retainers: {0}")]
-    NoRoom(String),
+    #[error("heap-labels: {op}: {reason}")]
+    NoRoom { op: &'static str, reason: String },
     /// A V8-side operation failed (reported by cpp/).
     #[error("heap-labels: {0}")]
     Native(String),
@@ -78,8 +79,8 @@ impl Error {
             Error::LabelArity { .. } => JsErrorClass::TypeError,
             Error::ProfilerBusy
             | Error::Unsupported(_)
-            | Error::SnapshotBusy(_)
-            | Error::NoRoom(_)
+            | Error::SnapshotBusy { .. }
+            | Error::NoRoom { .. }
             | Error::SessionNotRunning(_)
             | Error::SessionStoppedElsewhere(_)
             | Error::ProfileDisposed
@@ -98,8 +99,8 @@ impl Error {
             }
             Error::InvalidOption { .. } => "ERR_OUT_OF_RANGE",
             Error::Unsupported(_) => "ERR_HEAP_LABELS_UNSUPPORTED",
-            Error::SnapshotBusy(_) => "ERR_HEAP_LABELS_SNAPSHOT_BUSY",
-            Error::NoRoom(_) => "ERR_HEAP_LABELS_NO_ROOM",
+            Error::SnapshotBusy { .. } => "ERR_HEAP_LABELS_SNAPSHOT_BUSY",
+            Error::NoRoom { .. } => "ERR_HEAP_LABELS_NO_ROOM",
             _ => "ERR_HEAP_LABELS",
         }
     }

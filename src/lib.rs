@@ -10,7 +10,8 @@
 //! included), `labels` (binding label holders to sets), `session` (profiler lifecycle), `otlp`
 //! (OTLP options, pprof files), `js_profile` and `js_types` (values exchanged with lib/),
 //! `counters` (per-label counters), `dump` (signal/HTTP dumps, pushes), `near_heap_limit`,
-//! `retainers` (a heap snapshot's retaining chains per label); `error`
+//! `retainers` (a heap snapshot's retaining chains per label), `labeled_snapshot` (heap snapshot
+//! files with a node per label); `error`
 //! (the error enum and its JS mapping) serves all.
 
 mod allocations;
@@ -22,6 +23,7 @@ pub mod dump;
 mod error;
 mod js_profile;
 mod js_types;
+pub mod labeled_snapshot;
 mod labels;
 mod model;
 pub mod near_heap_limit;

@@ -15,7 +15,7 @@ use crate::error::{self, Error};
 use crate::js_profile::NativeLabelSet;
 use crate::model::{self, ExternalInput};
 use crate::session;
-use crate::state::isolate_state;
+use crate::state::{isolate_state, IsolateAddon};
 
 /// The answer: the groups as JSON (`heap_labels_core::retainers::Retainers`; a group names its
 /// label set by id, `labelSet`), and the pairs of those sets.
@@ -45,18 +45,7 @@ pub fn retainers(
         if !status.retainers {
             return Err(Error::Unsupported(status.retainers_reason));
         }
-        let held = state.v8.heap_snapshots_held();
-        if held > 0 {
-            return Err(Error::SnapshotBusy(held));
-        }
-        if force != Some(true) {
-            check_room(
-                state.v8.used_heap_size(),
-                state.v8.heap_size_limit(),
-                machine_available(),
-            )
-            .map_err(Error::NoRoom)?;
-        }
+        check_snapshot_fits(state, "retainers", force == Some(true))?;
         let raw = session::read_retainers(state, session)?;
         let facts = retainers::SnapshotFacts {
             nodes: raw.snapshot_nodes,
@@ -90,6 +79,28 @@ pub fn retainers(
         })
     };
     run().map_err(|e| e.throw(&env))
+}
+
+/// Refuses a heap snapshot (for `op`) while V8 holds another, or, unless `force` (the caller's
+/// explicit override: `retainers(key, { force: true })`), when it would not fit ([`check_room`]).
+pub(crate) fn check_snapshot_fits(
+    state: &IsolateAddon,
+    op: &'static str,
+    force: bool,
+) -> error::Result<()> {
+    let held = state.v8.heap_snapshots_held();
+    if held > 0 {
+        return Err(Error::SnapshotBusy { op, held });
+    }
+    if force {
+        return Ok(());
+    }
+    check_room(
+        state.v8.used_heap_size(),
+        state.v8.heap_size_limit(),
+        machine_available(),
+    )
+    .map_err(|reason| Error::NoRoom { op, reason })
 }
 
 fn chain_node(raw: ffi::RawRetainerNode) -> ChainNode {

@@ -200,6 +200,23 @@ pub fn read_retainers(state: &mut IsolateAddon, id: u32) -> Result<ffi::RawRetai
     ended_if_stopped_elsewhere(state, id, read)
 }
 
+/// A heap snapshot written to `path` (`ffi::write_snapshot_file`); with `labels` joined to the
+/// samples of the running session `id`, which ends, as in a read, when its sampler was stopped
+/// elsewhere. Without labels no session is needed.
+pub fn write_snapshot_file(
+    state: &mut IsolateAddon,
+    id: u32,
+    labels: bool,
+    path: &str,
+) -> Result<ffi::RawSnapshotFile> {
+    if !labels {
+        return Ok(state.v8_mut().write_snapshot_file(false, path)?);
+    }
+    running(state, id)?;
+    let written = state.v8_mut().write_snapshot_file(true, path);
+    ended_if_stopped_elsewhere(state, id, written)
+}
+
 /// The running session (for the operations modules).
 pub fn running_session(state: &IsolateAddon, id: u32) -> Result<Session> {
     running(state, id)

@@ -32,6 +32,7 @@ pub mod estimate;
 pub mod external;
 pub mod group_counters;
 pub mod heapprofile;
+pub mod labeled_snapshot;
 pub mod labels;
 pub mod otlp;
 pub mod pprof;

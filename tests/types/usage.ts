@@ -22,6 +22,7 @@ import heapLabels, {
   type AllocationProfile,
   type Capabilities,
   type HeapProfileHandle,
+  type HeapSnapshotFile,
   type LabelGroup,
   type Labels,
   type RetainerPath,
@@ -73,7 +74,14 @@ if (caps.retainers) {
   void forced;
   // @ts-expect-error force is a boolean
   tracked.retainers('route', { force: 'yes' });
+  // A labeled .heapsnapshot for DevTools: a node per label group.
+  const file: HeapSnapshotFile = tracked.writeHeapSnapshot({ labels: true, key: 'route', path: 'leak.heapsnapshot' });
+  const linked: number | undefined = file.groups?.[0]?.linkedBytes;
+  console.log(file.path, file.pauseMs, linked, file.groups?.[0]?.labels.route, file.groups?.[0]?.node);
+  // @ts-expect-error labels is a boolean
+  tracked.writeHeapSnapshot({ labels: 'route' });
 }
+const plainFile: string = tracked.writeHeapSnapshot().path;
 
 // @ts-expect-error label values are strings
 withHeapProfileLabels({ route: 1 }, () => 0);

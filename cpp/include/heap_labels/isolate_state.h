@@ -20,10 +20,11 @@
 
 namespace heap_labels {
 
-struct HolderBinding;  // shared struct, defined by the cxx bridge
-struct RawProfile;     // shared struct, defined by the cxx bridge
-struct RawRetainers;   // shared struct, defined by the cxx bridge
-struct StartOptions;   // shared struct, defined by the cxx bridge
+struct HolderBinding;    // shared struct, defined by the cxx bridge
+struct RawProfile;       // shared struct, defined by the cxx bridge
+struct RawRetainers;     // shared struct, defined by the cxx bridge
+struct RawSnapshotFile;  // shared struct, defined by the cxx bridge
+struct StartOptions;     // shared struct, defined by the cxx bridge
 enum class AllocationsRead : std::uint8_t;  // shared enum, cxx bridge
 
 class IsolateState : public HeapLimitDumpSource {
@@ -72,6 +73,8 @@ class IsolateState : public HeapLimitDumpSource {
   // the snapshot joined to this state's session.
   int32_t heap_snapshots_held() const;
   RawRetainers read_retainers();
+  // A heap snapshot written to `path`, with labels joined to the session.
+  RawSnapshotFile write_snapshot_file(bool labels, rust::Str path);
   void arm_near_heap_limit(std::size_t dumper, uint32_t count);
   void disarm_near_heap_limit();
   // The profile for a dump (unlabeled-samples word mapped to 0); false when
