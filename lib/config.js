@@ -514,4 +514,4 @@ function describeOptions() {
   }));
 }
 
-module.exports = { fromEnv, fromOptions, describeOptions };
+module.exports = { fromEnv, fromOptions, describeOptions, MIN_TOKEN };

@@ -23,6 +23,7 @@
 const { performance } = require('node:perf_hooks');
 const { currentAgent } = require('./current-agent');
 const { SHARED_PROFILE, ReadRefusedError } = require('./profile-reads');
+const { MIN_TOKEN } = require('./config');
 
 // Loaded when a token is first digested (creating a handler with a token), not with the package:
 // a Node.js built without crypto can still profile, and a token there fails when it is configured.
@@ -147,8 +148,8 @@ function checkOptions(options, where, allowed = ['agent', 'token', 'profile']) {
       throw new TypeError(`heap-labels: ${where}: unknown option ${JSON.stringify(key)}`);
     }
   }
-  if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length < 16)) {
-    throw new RangeError(`heap-labels: ${where}: option token must be a string of at least 16 characters`);
+  if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length < MIN_TOKEN)) {
+    throw new RangeError(`heap-labels: ${where}: option token must be a string of at least ${MIN_TOKEN} characters`);
   }
   if (options.profile !== undefined && !PROFILES.includes(options.profile)) {
     throw new TypeError(`heap-labels: ${where}: option profile must be 'heap' or 'allocs'`);
