@@ -39,6 +39,27 @@ for (const [subpath, target] of entries) {
   });
 }
 
+// The modules behind the report and the integrations entries, and their internal ones: each has a
+// .d.ts beside it that declares exactly its exports, and scripts/test.d/40-typescript.sh checks
+// every such .d.ts (tests/types/tsconfig.json includes them all, not only those the usage files
+// import).
+const DECLARED_DIRS = ['lib/report', 'lib/integrations'];
+for (const dir of DECLARED_DIRS) {
+  for (const name of fs.readdirSync(path.join(root, dir)).filter((f) => f.endsWith('.js'))) {
+    const types = `${dir}/${name.replace(/\.js$/, '.d.ts')}`;
+    test(`${dir}/${name} exports what ${types} declares`, () => {
+      assert.ok(fs.existsSync(path.join(root, types)), `${types} is missing`);
+      assert.deepEqual(sorted(Object.keys(require(path.join(root, dir, name)))), declaredValues(types));
+    });
+  }
+}
+
+test('scripts/test.d/40-typescript.sh type-checks every .d.ts of lib/report/ and lib/integrations/', () => {
+  const config = JSON.parse(read('tests/types/tsconfig.json').replace(/^\s*\/\/.*$/gm, ''));
+  for (const dir of DECLARED_DIRS) assert.ok(config.include?.includes(`../../${dir}/*.d.ts`), `tests/types/tsconfig.json includes ${dir}/*.d.ts`);
+  assert.match(read('scripts/test.d/40-typescript.sh'), /"\$tsc" -p tests\/types\/tsconfig\.json/);
+});
+
 test('heap-labels: the ESM entry exports what the CommonJS entry does', async () => {
   const esm = await import(path.join(root, pkg.exports['.'].import));
   const named = Object.keys(esm).filter((name) => name !== 'default');
