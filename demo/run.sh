@@ -8,9 +8,11 @@
 #
 #   demo/run.sh [--stock | --no-runtime-build] [demo/run.js options, e.g. --requests 20000 --out DIR]
 #
-# The first build of the patched runtime takes about 25 minutes on 2 cores with the shared compiler
-# cache (../shared/toolchain), about 3 hours without it; it says so before it starts, then reports
-# progress and the time left. Later runs reuse it. --stock skips it and runs on stock Node.js 22.22.2
+# The first build of the patched runtime is cold without a compiler cache (hours on 2 cores) and
+# incremental with one (../shared/toolchain); it says which before it starts, then tools/patched-node/
+# build.sh reports progress and the time left. The measured times per case are in
+# docs/building-the-runtime.md ("Building the patched Node.js"), the one place that states them.
+# Later runs reuse it. --stock skips it and runs on stock Node.js 22.22.2
 # with --experimental-async-context-frame (labels propagate, but samples carry none).
 # --no-runtime-build never builds the runtime: it reuses a built one, and without one stops with exit
 # status 3 and what to do (what the test of a fresh clone runs).
@@ -45,6 +47,7 @@ log "installing the package's dependencies when missing or outdated (scripts/nod
 scripts/node-modules.sh
 
 build=tools/patched-node/build.sh
+times="docs/building-the-runtime.md#building-the-patched-nodejs"
 if [ "$stock" = 1 ]; then
   node=$stock_node
   node_flags=(--experimental-async-context-frame)
@@ -53,13 +56,13 @@ else
   if ! "$build" --print-node-path --cached-only >/dev/null 2>&1; then
     if [ "$runtime_build" = 0 ]; then
       log "the patched runtime is not built, and --no-runtime-build does not build it. Build it with"
-      log "  $build   (about 25 minutes with a compiler cache, about 3 hours without)"
+      log "  $build   (measured build times: $times)"
       log "then rerun; or run the demo now on stock Node.js, without per-route heap: demo/run.sh --stock"
       exit 3
     fi
-    estimate="about 3 hours on 2 cores: no compiler cache yet"
-    if "$build" --has-compiler-cache; then estimate="about 25 minutes on 2 cores with the compiler cache"; fi
-    log "the patched runtime is not built yet: building it now ($estimate; later runs reuse it)."
+    kind="a cold build: no compiler cache yet, hours on 2 cores"
+    if "$build" --has-compiler-cache; then kind="an incremental build from the compiler cache"; fi
+    log "the patched runtime is not built yet: building it now ($kind; measured times: $times; later runs reuse it)."
     log "To run the demo now on stock Node.js instead, without per-route heap: demo/run.sh --stock"
   fi
   # Reuses the built runtime (and installs this checkout's heap-labels into it) or builds it.

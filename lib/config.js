@@ -521,4 +521,4 @@ function describeOptions() {
   }));
 }
 
-module.exports = { fromEnv, fromOptions, describeOptions };
+module.exports = { fromEnv, fromOptions, describeOptions, MIN_TOKEN };

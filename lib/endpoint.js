@@ -23,6 +23,7 @@ const { performance } = require('node:perf_hooks');
 const { currentAgent } = require('./current-agent');
 const { SHARED_PROFILE, ReadRefusedError } = require('./profile-reads');
 const { PID_HEADER, digest, flag, queryOf, send, sendText, admitted } = require('./endpoint-http');
+const { MIN_TOKEN } = require('./config');
 
 const HEAP_PATH = '/debug/pprof/heap';
 const ALLOCS_PATH = '/debug/pprof/allocs';
@@ -96,8 +97,8 @@ function checkOptions(options, where, allowed = ['agent', 'token', 'profile']) {
       throw new TypeError(`heap-labels: ${where}: unknown option ${JSON.stringify(key)}`);
     }
   }
-  if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length < 16)) {
-    throw new RangeError(`heap-labels: ${where}: option token must be a string of at least 16 characters`);
+  if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length < MIN_TOKEN)) {
+    throw new RangeError(`heap-labels: ${where}: option token must be a string of at least ${MIN_TOKEN} characters`);
   }
   if (options.profile !== undefined && !PROFILES.includes(options.profile)) {
     throw new TypeError(`heap-labels: ${where}: option profile must be 'heap' or 'allocs'`);

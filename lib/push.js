@@ -30,6 +30,9 @@ const https = () => (httpsModule ??= require('node:https'));
 const RETRYABLE = new Set([429, 502, 503, 504]);
 // Response bodies are read (so that the connection can be reused) but never kept beyond this.
 const MAX_RESPONSE_BYTES = 64 * 1024;
+// Retries back off exponentially from the interval, but from at most FIRST_BACKOFF_MS, up to
+// MAX_BACKOFF_MS (which also bounds a collector's Retry-After).
+const FIRST_BACKOFF_MS = 1000;
 const MAX_BACKOFF_MS = 60_000;
 
 class OtlpPusher {
@@ -209,9 +212,8 @@ class OtlpPusher {
     this.#failures++;
     this.#lastError = outcome.error;
     if (this.#failures === 1) this.#log(`push: cannot send profiles to ${this.#url.origin}: ${outcome.error}; retrying with backoff`);
-    // Exponential from the interval (at most 1 s), +-20 % jitter, at most a minute; a collector's
-    // Retry-After is honoured up to the same bound.
-    const base = Math.min(this.#intervalMs, 1000) * 2 ** Math.min(this.#failures - 1, 16);
+    // +-20 % jitter.
+    const base = Math.min(this.#intervalMs, FIRST_BACKOFF_MS) * 2 ** Math.min(this.#failures - 1, 16);
     let delay = Math.min(MAX_BACKOFF_MS, base) * (0.8 + 0.4 * Math.random());
     if (outcome.retryAfterMs !== undefined) delay = Math.min(MAX_BACKOFF_MS, Math.max(delay, outcome.retryAfterMs));
     this.#retryTimer = setTimeout(() => {

@@ -58,16 +58,16 @@ function moduleVersion(include) {
   return match[1];
 }
 
-// V8's API differs before the oldest line the recipe supports (tools/patched-node/versions.env):
-// older headers are refused with the way out.
+// Only the lines the recipe supports (NODE_LINES of tools/patched-node/versions.env): V8's API
+// differs before the oldest, and an odd or newer line is one nothing here is built or tested on.
+// Other headers are refused with the way out.
 function checkSupported(include) {
   const header = fs.readFileSync(path.join(include, 'node_version.h'), 'utf8');
-  const major = Number((/#define NODE_MAJOR_VERSION (\d+)/.exec(header) || [])[1]);
-  const oldest = Math.min(...supportedLines().map((line) => Number(line.node)));
-  if (!(major >= oldest)) {
+  const major = (/#define NODE_MAJOR_VERSION (\d+)/.exec(header) || [])[1];
+  if (!supportedLines().some((line) => line.node === major)) {
     fail(
-      `the headers in ${include} are of Node.js ${major || 'unknown'}; heap-labels supports ` +
-        `${describeLines()}. Put a supported runtime first on PATH, e.g. ` +
+      `the headers in ${include} are of Node.js ${major || 'unknown'}, not a supported line: heap-labels supports ` +
+        `${describeLines()} (NODE_LINES of tools/patched-node/versions.env). Put a supported runtime first on PATH, e.g. ` +
         'PATH="$(scripts/runtimes.sh bin primary):$PATH" npm run build',
     );
   }

@@ -39,6 +39,27 @@ for (const [subpath, target] of entries) {
   });
 }
 
+// The modules behind the report and the integrations entries, and their internal ones: each has a
+// .d.ts beside it that declares exactly its exports, and scripts/test.d/40-typescript.sh checks
+// every such .d.ts (tests/types/tsconfig.json includes them all, not only those the usage files
+// import).
+const DECLARED_DIRS = ['lib/report', 'lib/integrations'];
+for (const dir of DECLARED_DIRS) {
+  for (const name of fs.readdirSync(path.join(root, dir)).filter((f) => f.endsWith('.js'))) {
+    const types = `${dir}/${name.replace(/\.js$/, '.d.ts')}`;
+    test(`${dir}/${name} exports what ${types} declares`, () => {
+      assert.ok(fs.existsSync(path.join(root, types)), `${types} is missing`);
+      assert.deepEqual(sorted(Object.keys(require(path.join(root, dir, name)))), declaredValues(types));
+    });
+  }
+}
+
+test('scripts/test.d/40-typescript.sh type-checks every .d.ts of lib/report/ and lib/integrations/', () => {
+  const config = JSON.parse(read('tests/types/tsconfig.json').replace(/^\s*\/\/.*$/gm, ''));
+  for (const dir of DECLARED_DIRS) assert.ok(config.include?.includes(`../../${dir}/*.d.ts`), `tests/types/tsconfig.json includes ${dir}/*.d.ts`);
+  assert.match(read('scripts/test.d/40-typescript.sh'), /"\$tsc" -p tests\/types\/tsconfig\.json/);
+});
+
 test('heap-labels: the ESM entry exports what the CommonJS entry does', async () => {
   const esm = await import(path.join(root, pkg.exports['.'].import));
   const named = Object.keys(esm).filter((name) => name !== 'default');
@@ -302,4 +323,235 @@ test('agent options: AgentOptions (lib/index.d.ts), the option tables and the pr
     const [written, value] = values(m);
     assert.deepEqual(written, value, `docs/operations.md: ${m[0]}`);
   }
+});
+
+// ---- numbers owned by a constant in code ---------------------------------------------------------
+// The other defaults and limits the docs state (the endpoint's rate limits, the report's input
+// limit, the allocation groups, the retainers' cut, ...): each statement below against the constant
+// that owns it, read from its source file (JS, Rust or C++: the value as the code computes it, not a
+// copy of it here). Every statement must be found, and a statement made in several places is
+// matched in each of them (the `g` patterns), so rewording one means updating it here.
+
+// The value of `const NAME = expression;` (JS), `pub const NAME: T = expression;` (Rust) or
+// `constexpr T NAME = expression;` (C++) in `file`; names of other constants of the file in the
+// expression are resolved, numeric separators and C++ suffixes dropped.
+function constant(file, name) {
+  const text = read(file);
+  const m = new RegExp(String.raw`^\s*(?:(?:pub(?:\([\w:]+\))? )?const|constexpr [\w:]+) ${name}(?:: \w+)? = ([^;]+);`, 'm').exec(text);
+  assert.ok(m, `${file} no longer defines the constant ${name}: update this test with its owner`);
+  return evaluate(file, m[1]);
+}
+
+// The value of `name: expression,` inside the block of `file` that starts at `anchor` (a struct's
+// Default impl, an options object).
+function member(file, anchor, name) {
+  const text = read(file);
+  const start = text.indexOf(anchor);
+  assert.ok(start >= 0, `${file} no longer has ${anchor}: update this test with its owner`);
+  const m = new RegExp(String.raw`\b${name}: ([^,\n]+),`).exec(text.slice(start));
+  assert.ok(m, `${file}: ${anchor} no longer sets ${name}`);
+  return evaluate(file, m[1]);
+}
+
+// The number a pattern captures in a source file (a literal that has one place: an argument, a regex).
+function literal(file, re) {
+  const m = re.exec(read(file));
+  assert.ok(m, `${file} no longer matches ${re}: update this test with its owner`);
+  return evaluate(file, m[1]);
+}
+
+function evaluate(file, expression) {
+  const string = /^'([^'\\]*)'$/.exec(expression.trim());
+  if (string) return string[1];
+  const resolved = expression
+    .replace(/\bu32::MAX\b/g, String(2 ** 32 - 1))
+    .replace(/\b[A-Z][A-Z0-9_]+\b/g, (id) => String(constant(file, id)))
+    .replace(/(\d)_(?=\d)/g, '$1')
+    .replace(/\b(\d+)u\b/g, '$1');
+  assert.match(resolved, /^[\d\s.()+\-*/<]+$/, `${file}: cannot evaluate ${expression}`);
+  return Function(`return (${resolved});`)();
+}
+
+const ALLOCATION_GROUPS = constant('core/src/allocations.rs', 'DEFAULT_MAX_GROUPS');
+const GC_INTERVAL_S = constant('lib/profile-reads.js', 'GC_INTERVAL_MS') / 1000;
+const COPY_GAP_FACTOR = constant('lib/profile-reads.js', 'COPY_GAP_FACTOR');
+const READ_SHARE_PERCENT = 100 / (1 + COPY_GAP_FACTOR);
+const MAX_WAITING = constant('lib/profile-reads.js', 'MAX_WAITING');
+const MAX_DELTA_SECONDS = constant('lib/endpoint.js', 'MAX_DELTA_SECONDS');
+const MAX_INFLATED = constant('lib/report/model.js', 'DEFAULT_MAX_INFLATED_BYTES');
+const REPORT_GROUPS = constant('lib/report/summary.js', 'DEFAULT_GROUPS');
+const REPORT_TOP = constant('lib/report/summary.js', 'DEFAULT_TOP');
+const MAX_ROUTES = constant('lib/integrations/route-labels.js', 'DEFAULT_MAX_ROUTES');
+const RETAINERS = Object.fromEntries(
+  ['max_depth', 'max_children', 'min_share', 'max_groups', 'max_sites'].map((f) => [f, member('core/src/retainers.rs', 'impl Default for Limits', f)]),
+);
+const MINUTE = 60;
+
+// [files, pattern, (match) => [as written, the owner's]]: a `g` pattern is checked at each of its
+// matches (at least one) in each file.
+const OWNED = [
+  // The endpoint's reads (lib/profile-reads.js, lib/endpoint.js) and the agent's server (lib/agent.js).
+  [['README.md', 'docs/operations.md', 'lib/index.d.ts'], /at most (\d+) % of the time/g, (m) => [Number(m[1]), READ_SHARE_PERCENT]],
+  [['docs/operations.md'], /no other copy starts for (\d+)\*t\*/, (m) => [Number(m[1]), COPY_GAP_FACTOR]],
+  [['README.md', 'docs/operations.md', 'lib/index.d.ts'], /at most once per (\d+) s\b/g, (m) => [Number(m[1]), GC_INTERVAL_S]],
+  [['lib/endpoint.d.ts'], /`\?gc=1` more than once per (\d+) s\) or 503 \(more than (\d+) waiting\)/, (m) => [[Number(m[1]), Number(m[2])], [GC_INTERVAL_S, MAX_WAITING]]],
+  [['docs/operations.md'], /more than (\d+) waiting requests get 503/, (m) => [Number(m[1]), MAX_WAITING]],
+  [['lib/endpoint.d.ts'], /`\?seconds=N`, N in (\d+)\.\.(\d+)/, (m) => [[Number(m[1]), Number(m[2])], [1, MAX_DELTA_SECONDS]]],
+  [['docs/operations.md'], /`\?seconds=N` \((\d+)\.\.(\d+)\)/, (m) => [[Number(m[1]), Number(m[2])], [1, MAX_DELTA_SECONDS]]],
+  [['docs/otlp.md'], /`\?seconds=N` \(a whole number, (\d+)\.\.(\d+),/, (m) => [[Number(m[1]), Number(m[2])], [1, MAX_DELTA_SECONDS]]],
+  [['docs/otlp.md'], /at most (\d+) such requests wait at once/, (m) => [Number(m[1]), constant('lib/endpoint.js', 'MAX_DELTAS')]],
+  [['lib/endpoint.d.ts'], /Bearer <token>` \(at least (\d+) characters\)/, (m) => [Number(m[1]), constant('lib/config.js', 'MIN_TOKEN')]],
+  [
+    ['docs/operations.md'],
+    /cuts clients that take over (\d+) s to send their headers, and serves at most (\d+) connections at once: a request on a connection beyond them is answered `503` with `Retry-After: (\d+)` and the connection closed; beyond (\d+) open connections/,
+    (m) => [
+      m.slice(1).map(Number),
+      [
+        member('lib/agent.js', 'const SERVER_OPTIONS', 'headersTimeout') / 1000,
+        constant('lib/agent.js', 'MAX_CONNECTIONS'),
+        literal('lib/agent.js', /setHeader\('retry-after', '(\d+)'\)/),
+        constant('lib/agent.js', 'MAX_OPEN_CONNECTIONS'),
+      ],
+    ],
+  ],
+  [['docs/operations.md'], /shown to its first (\d+) characters/, (m) => [Number(m[1]), constant('lib/config.js', 'MAX_SHOWN')]],
+  [['docs/operations.md'], /the \*\*first free port of P\+1\.\.P\+(\d+)\*\*/, (m) => [Number(m[1]), constant('lib/process-model.js', 'WORKER_PORTS')]],
+
+  // The near-heap-limit profile (cpp/near_heap_limit.cc).
+  [
+    ['docs/operations.md'],
+    /generation's size \(at least (\d+ MiB)\)[^]*?once the heap shrinks to (\d+) %/,
+    (m) => [[num(m[1]), Number(m[2])], [constant('cpp/near_heap_limit.cc', 'kMinHeadroom'), 100 * literal('cpp/near_heap_limit.cc', /AutomaticallyRestoreInitialHeapLimit\(([\d.]+)\)/)]],
+  ],
+
+  // The growth watch (lib/growth.js).
+  [
+    ['docs/operations.md'],
+    /must also exceed (\d+) standard deviations[^]*?at least (\d+) samples\); with k = (\d+) an unchanging set comes out increasing by chance at most once in (\d+) windows/,
+    (m) => [m.slice(1).map(Number), [constant('lib/growth.js', 'NOISE_Z'), constant('lib/growth.js', 'NOISE_Z') ** 2, AGENT.get('watchPeriods').default, 2 ** AGENT.get('watchPeriods').default]],
+  ],
+
+  // Pushes (lib/push.js, lib/config.js, lib/agent.js).
+  [['README.md'], /pushed over OTLP every (minute)/, () => [MINUTE, AGENT.get('pushInterval').default]],
+  [
+    ['docs/otlp.md'],
+    /at most (\d+) headers, (\d+ KiB)/,
+    (m) => [[Number(m[1]), num(m[2])], [constant('lib/config.js', 'MAX_HEADERS'), constant('lib/config.js', 'MAX_HEADER_BYTES')]],
+  ],
+  [
+    ['docs/otlp.md'],
+    /retryable \((\d+), (\d+), (\d+), (\d+)\) are retried with exponential backoff \(from the interval, at most (\d+) s, doubling up to a (minute), with jitter; a `Retry-After` is honoured up to a (minute)\)/,
+    (m) => [
+      [m.slice(1, 5).map(Number), Number(m[5]), MINUTE, MINUTE],
+      [
+        [...literalSet('lib/push.js', 'RETRYABLE')],
+        constant('lib/push.js', 'FIRST_BACKOFF_MS') / 1000,
+        constant('lib/push.js', 'MAX_BACKOFF_MS') / 1000,
+        constant('lib/push.js', 'MAX_BACKOFF_MS') / 1000,
+      ],
+    ],
+  ],
+  [['docs/otlp.md'], /within `min\(HEAP_LABELS_PUSH_TIMEOUT, (\d+) s\)`/, (m) => [Number(m[1]), constant('lib/agent.js', 'EXIT_FLUSH_MS') / 1000]],
+  [['lib/index.d.ts'], /More resource attributes \(at most (\d+)\)/, (m) => [Number(m[1]), constant('lib/otlp.js', 'MAX_ATTRIBUTES')]],
+
+  // Allocated figures (core/src/allocations.rs).
+  [['docs/api.md', 'docs/otlp.md'], /at most ([\d,]+) groups/g, (m) => [num(m[1]), ALLOCATION_GROUPS]],
+  [['docs/architecture.md'], /at most `DEFAULT_MAX_GROUPS` \(([\d,]+)\) groups/, (m) => [num(m[1]), ALLOCATION_GROUPS]],
+  [['docs/otlp.md'], /at most ([\d,]+) distinct labels are remembered/, (m) => [num(m[1]), constant('core/src/allocations.rs', 'MAX_SETTLED_SETS')]],
+  [['docs/architecture.md'], /`MAX_PENDING_CELLS`, ([\d,]+) entries/, (m) => [num(m[1]), constant('core/src/allocations.rs', 'MAX_PENDING_CELLS')]],
+
+  // Label sets (core/src/labels/).
+  [['docs/architecture.md'], /a quarter of the live ones, at least (\d+)\) or (\d+) overflowed interns/, (m) => [[Number(m[1]), Number(m[2])], [constant('core/src/labels/limits.rs', 'PRUNE_MIN_CREATED'), constant('core/src/labels/limits.rs', 'PRUNE_OVERFLOWED')]]],
+  [['docs/architecture.md'], /\(at most (\d+) bindings, `MAX_BINDINGS`/, (m) => [Number(m[1]), constant('core/src/labels/cell.rs', 'MAX_BINDINGS')]],
+  [['docs/architecture.md'], /the sets it was bound to \(at most (\d+), each owning/, (m) => [Number(m[1]), constant('core/src/labels/cell.rs', 'MAX_BINDINGS')]],
+  [['docs/architecture.md'], /V8's sampler picks an allocation \((\d+ KiB) apart on average\)/, (m) => [num(m[1]), session.DEFAULTS.sampleInterval]],
+
+  // Route labels (lib/integrations/route-labels.js, lib/instrument/fallback-route.js).
+  [['docs/api.md'], /Options: `key` \(default `'([^']+)'`\), `unmatched` \([^()]*, default `'([^']+)'`/, (m) => [[m[1], m[2]], [constant('lib/integrations/route-labels.js', 'DEFAULT_KEY'), constant('lib/integrations/route-labels.js', 'DEFAULT_UNMATCHED')]]],
+  [['lib/integrations/route-labels.d.ts'], /Label key of the route template; default '([^']+)'/, (m) => [m[1], constant('lib/integrations/route-labels.js', 'DEFAULT_KEY')]],
+  [['lib/integrations/route-labels.d.ts'], /of work done before routing; default '([^']+)'/, (m) => [m[1], constant('lib/integrations/route-labels.js', 'DEFAULT_UNMATCHED')]],
+  [['docs/api.md'], /`maxRoutes` \(default (\d+) templates/, (m) => [Number(m[1]), MAX_ROUTES]],
+  [['lib/integrations/route-labels.d.ts'], /later ones get `unmatched`\. Default (\d+)\./, (m) => [Number(m[1]), MAX_ROUTES]],
+  [['docs/operations.md'], /past (\d+) distinct values \(`maxRoutes`\)/, (m) => [Number(m[1]), MAX_ROUTES]],
+  [
+    ['docs/operations.md'],
+    /hexadecimal with a digit and (\d+)\+ characters `:hex`, longer than (\d+) characters[^]*?past (\d+) segments the rest is `\/\*`/,
+    (m) => [
+      m.slice(1).map(Number),
+      [literal('lib/instrument/fallback-route.js', /^const HEX = .*\]\{(\d+),\}/m), constant('lib/instrument/fallback-route.js', 'MAX_PLAIN_SEGMENT'), constant('lib/instrument/fallback-route.js', 'MAX_SEGMENTS')],
+    ],
+  ],
+
+  // Reports (lib/report/).
+  [
+    ['docs/api.md', 'docs/otlp.md', 'docs/architecture.md', 'docs/performance.md', 'lib/report/export.d.ts', 'lib/report/model.d.ts'],
+    /(\d+ MiB)(?: of decompressed| once decompressed| by default|\)?[;.]? ?\(?`?--max-inflated-mib| default allows|\. \*\/)/g,
+    (m) => [num(m[1]), MAX_INFLATED],
+  ],
+  [['docs/architecture.md'], /at most one repeated element per (\d+) bytes/, (m) => [Number(m[1]), constant('lib/report/model.js', 'ELEMENT_BYTES')]],
+  [['README.md', 'docs/api.md'], /# (?:the )?(\d+) largest labels/g, (m) => [Number(m[1]), REPORT_GROUPS]],
+  [['docs/api.md'], /By default it lists the (\d+) largest labels/, (m) => [Number(m[1]), REPORT_GROUPS]],
+  [['docs/architecture.md'], /groups it shows \((\d+) by default, `--all` every one\)/, (m) => [Number(m[1]), REPORT_GROUPS]],
+  [['docs/performance.md'], /\((\d+) groups, one line for the rest\)/, (m) => [Number(m[1]), REPORT_GROUPS]],
+  [['lib/report/summary.d.ts'], /Groups shown \(default (\d+), `DEFAULT_GROUPS`/, (m) => [Number(m[1]), REPORT_GROUPS]],
+  [['lib/report/text.d.ts'], /largest groups \(default (\d+); Infinity: all\)/, (m) => [Number(m[1]), REPORT_GROUPS]],
+  [['docs/api.md'], /\[--top (\d+)\]/, (m) => [Number(m[1]), REPORT_TOP]],
+  [['lib/report/summary.d.ts'], /Sites per shown group \(default (\d+), `DEFAULT_TOP`\)/, (m) => [Number(m[1]), REPORT_TOP]],
+  [['lib/report/summary.d.ts'], /\/\*\* (\d+)\. \*\/ export const DEFAULT_GROUPS\b/, (m) => [Number(m[1]), REPORT_GROUPS]],
+  [['lib/report/summary.d.ts'], /\/\*\* (\d+): sites per group \(`top`\)\. \*\/ export const DEFAULT_TOP\b/, (m) => [Number(m[1]), REPORT_TOP]],
+  [['lib/index.d.ts'], /Sites listed per group, default (\d+)\./, (m) => [Number(m[1]), REPORT_TOP]],
+  [['docs/api.md'], /call trees for the (\d+) largest labels/, (m) => [Number(m[1]), constant('lib/report/html.js', 'MAX_TREES')]],
+
+  // Retainers per label (core/src/retainers.rs's Limits, cpp/retainers.cc).
+  [
+    ['docs/api.md'],
+    /Cut: (\d+) steps deep, the (\d+) largest children of a step with at least (\d+) % of the group's bytes, the rest one `\(other\)` under which their retainers go on, merged; (\d+) groups \(`moreGroups` counts the rest\); (\d+) allocation sites per group/,
+    (m) => [m.slice(1).map(Number), [RETAINERS.max_depth, RETAINERS.max_children, RETAINERS.min_share * 100, RETAINERS.max_groups, RETAINERS.max_sites]],
+  ],
+  [['docs/architecture.md'], /largest children with at least (\d+) % of the group's bytes/, (m) => [Number(m[1]), RETAINERS.min_share * 100]],
+  [['docs/architecture.md'], /at most (\d+) steps per chain \(`PARENT_TRUNCATED` beyond\)/, (m) => [Number(m[1]), constant('cpp/retainers.cc', 'kMaxChainSteps')]],
+  [['lib/report/cli.js'], /retainer steps shown below each class \(default: all, at most (\d+)\)/, (m) => [Number(m[1]), RETAINERS.max_depth]],
+  [['lib/index.d.ts'], /Largest first; at most (\d+)\. \*\/\s+groups: RetainerGroup\[\]/, (m) => [Number(m[1]), RETAINERS.max_groups]],
+
+  // node:v8's (lib/v8.js) and Node.js' own.
+  [
+    ['docs/v8-api.md'],
+    /kSamplingNoFlags (\d+), kSamplingForceGC (\d+), \.\.\.MajorGC (\d+), \.\.\.MinorGC (\d+)/,
+    (m) => {
+      const c = require('../lib/v8').heapProfilerConstants;
+      return [m.slice(1).map(Number), [c.kSamplingNoFlags, c.kSamplingForceGC, c.kSamplingIncludeObjectsCollectedByMajorGC, c.kSamplingIncludeObjectsCollectedByMinorGC]];
+    },
+  ],
+  [['docs/external-bytes.md'], /less than half of `Buffer.poolSize` \((\d+ KiB)\)\s+slice a shared (\d+ KiB) pool/, (m) => [[num(m[1]), num(m[2])], [Buffer.poolSize / 2, Buffer.poolSize]]],
+
+  // The test run (scripts/test.sh, tests/real-apps/harness.js).
+  [['README.md'], /what is left of an (\d+)-minute budget/, (m) => [Number(m[1]), literal('scripts/test.sh', /\$\{HEAP_LABELS_TEST_BUDGET_MIN:-(\d+)\}/)]],
+  [['README.md'], /with the preload under (\d+) s of traffic each/, (m) => [Number(m[1]), constant('tests/real-apps/harness.js', 'ISSUE_SECONDS')]],
+];
+
+// The numbers of `const NAME = new Set([...])` in `file`.
+function literalSet(file, name) {
+  const m = new RegExp(String.raw`^const ${name} = new Set\(\[([^\]]*)\]\)`, 'm').exec(read(file));
+  assert.ok(m, `${file} no longer defines the set ${name}`);
+  return m[1].split(',').map((v) => evaluate(file, v.trim()));
+}
+
+test('defaults and limits owned by a constant in code: lib/*.d.ts, docs/*.md and README.md state its value', () => {
+  const problems = [];
+  for (const [files, re, values] of OWNED) {
+    for (const file of files) {
+      const text = flat(read(file));
+      const matches = re.global ? [...text.matchAll(re)] : [re.exec(text)].filter(Boolean);
+      if (matches.length === 0) problems.push(`${file} no longer says ${re}: update this test with it`);
+      for (const m of matches) {
+        try {
+          const [written, owner] = values(m);
+          assert.deepEqual(written, owner);
+        } catch (e) {
+          problems.push(`${file}: "${m[0]}": ${e.message.split('\n').filter(Boolean).join(' ')}`);
+        }
+      }
+    }
+  }
+  assert.deepEqual(problems, []);
 });

@@ -13,7 +13,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
-const { runFixture, fixtureJson, treeNodes, tempDir, runGo, goPprof } = require('./helpers');
+const { runFixture, fixtureOnce, treeNodes, tempDir, runGo, goPprof } = require('./helpers');
 
 const tmp = tempDir('go-pprof');
 
@@ -24,15 +24,8 @@ const pprof = (...args) => goPprof(tmp, ...args);
 // The flags of this test process (e.g. --experimental-async-context-frame) plus --expose-gc.
 const childFlags = [...new Set([...process.execArgv.filter((a) => !a.startsWith('--test')), '--expose-gc'])];
 
-let profileRun;
 // The heap-labels profile of the workload, made once: the fixture's JSON report.
-function heapLabelsProfile() {
-  if (profileRun === undefined) {
-    const dir = fs.mkdtempSync(path.join(tmp, 'profile-'));
-    profileRun = fixtureJson('go-pprof-profile.js', { nodeArgs: childFlags, args: [dir] });
-  }
-  return profileRun;
-}
+const heapLabelsProfile = fixtureOnce('go-pprof-profile.js', tmp, childFlags);
 
 // The `-raw` dump: header lines and samples { values: [objects, bytes], labels: {key: [values]} }.
 function parseRaw(text) {

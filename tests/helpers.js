@@ -164,6 +164,48 @@ function asyncContextFrameFlags() {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// fixtureJson(fixture, { nodeArgs, args: [a new directory under `dir`] }) run at the first call of
+// the function returned, which returns that result from then on (a workload several tests read).
+function fixtureOnce(fixture, dir, nodeArgs) {
+  let result;
+  return () => (result ??= fixtureJson(fixture, { nodeArgs, args: [fs.mkdtempSync(path.join(dir, `${path.basename(fixture, '.js')}-`))] }));
+}
+
+// The function retainArrays() allocates in, by which profiles find its site.
+const RETAIN_SITE = 'allocateRetainedArrays';
+
+// Allocates `count` arrays of 1000 Smis (about 8 KB each) in the function RETAIN_SITE names and
+// returns them: they live while the caller keeps them.
+function retainArrays(count) {
+  const kept = [];
+  function allocateRetainedArrays() {
+    for (let i = 0; i < count; i++) kept.push(new Array(1000).fill(i));
+  }
+  allocateRetainedArrays();
+  return kept;
+}
+
+// GETs each of `paths` in turn from 127.0.0.1:`port` on one keep-alive connection, reading each
+// answer whole.
+async function getInTurn(port, paths) {
+  const http = require('node:http');
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    for (const p of paths) {
+      await new Promise((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port, path: p, agent }, (res) => {
+            res.resume();
+            res.on('end', resolve);
+          })
+          .on('error', reject);
+      });
+    }
+  } finally {
+    agent.destroy();
+  }
+}
+
 // Every node of a DevTools-shaped call tree (iterative: trees can be deep).
 function treeNodes(head) {
   const out = [];
@@ -445,6 +487,10 @@ module.exports = {
   installPackageCopy,
   runFixture,
   fixtureJson,
+  fixtureOnce,
+  RETAIN_SITE,
+  retainArrays,
+  getInTurn,
   lastJson,
   tempDir,
   acfExecArgv,

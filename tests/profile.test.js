@@ -11,23 +11,12 @@ const path = require('node:path');
 const inspector = process.features.inspector ? require('node:inspector') : undefined;
 const noInspector = !inspector && 'this runtime is built without the inspector';
 const zlib = require('node:zlib');
-const { libPath, runFixture, scale, decodePprof, treeNodes } = require('./helpers');
+const { libPath, runFixture, scale, decodePprof, treeNodes, RETAIN_SITE, retainArrays } = require('./helpers');
 const hl = require(libPath);
 const { startHeapProfile, withHeapProfileLabels, getHeapProfileLabels } = hl;
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 const BUSY = /already running in this isolate/;
-
-// Allocates `count` arrays of 1000 Smis (about 8 KB each) in a function of a known name and keeps
-// them until the returned release function is called.
-function retainArrays(count) {
-  const kept = [];
-  function allocateRetainedArrays() {
-    for (let i = 0; i < count; i++) kept.push(new Array(1000).fill(i));
-  }
-  allocateRetainedArrays();
-  return kept;
-}
 
 function findNodes(head, name) {
   const out = [];
@@ -140,7 +129,7 @@ test('samples and byLabel estimates follow V8\'s scaling s / (1 - exp(-s / r))',
     assert.ok(Math.abs(totalObjects - objects) < 1e-6 * objects);
 
     // The retained arrays (1500 x ~8 KB) are found at their allocation site within 25 %.
-    const site = findNodes(profile.head, 'allocateRetainedArrays');
+    const site = findNodes(profile.head, RETAIN_SITE);
     assert.ok(site.length > 0, 'allocation site missing from the tree');
     const siteIds = new Set(site.map((n) => n.id));
     const siteBytes = profile.samples
@@ -225,9 +214,9 @@ test('toPprof is gzip\'d profile.proto with heap sample types, functions, files 
       for (const line of location.lines) assert.ok(functions.has(line.functionId));
     }
   }
-  const site = pprof.functions.find((f) => f.name === 'allocateRetainedArrays');
+  const site = pprof.functions.find((f) => f.name === RETAIN_SITE);
   assert.ok(site, 'allocation site function missing');
-  assert.equal(site.filename, __filename);
+  assert.equal(site.filename, require.resolve('./helpers'));
   assert.ok(site.startLine > 0);
 
   // inuse_space adds up to the estimates of the samples (each value is rounded).
@@ -258,7 +247,7 @@ test('toHeapProfile has the shape DevTools loads (same fields as the inspector\'
     assert.deepEqual(Object.keys(sample).sort(), ['nodeId', 'ordinal', 'size']);
     assert.ok(ids.has(sample.nodeId));
   }
-  assert.ok(findNodes(heap.head, 'allocateRetainedArrays').length > 0);
+  assert.ok(findNodes(heap.head, RETAIN_SITE).length > 0);
   // `head` on the profile is the same tree.
   assert.deepEqual(profile.head, heap.head);
   // It survives a JSON round trip, as a .heapprofile file.
@@ -275,8 +264,8 @@ test('toHeapProfile has the shape DevTools loads (same fields as the inspector\'
     assert.deepEqual(Object.keys(reference.head).sort(), Object.keys(heap.head).sort());
     assert.deepEqual(Object.keys(reference.head.callFrame).sort(), Object.keys(heap.head.callFrame).sort());
     assert.deepEqual(Object.keys(reference.samples[0]).sort(), Object.keys(heap.samples[0]).sort());
-    const refSite = findNodes(reference.head, 'allocateRetainedArrays')[0];
-    const ourSite = findNodes(heap.head, 'allocateRetainedArrays')[0];
+    const refSite = findNodes(reference.head, RETAIN_SITE)[0];
+    const ourSite = findNodes(heap.head, RETAIN_SITE)[0];
     assert.equal(ourSite.callFrame.url, refSite.callFrame.url);
     assert.equal(ourSite.callFrame.lineNumber, refSite.callFrame.lineNumber);
     assert.equal(ourSite.callFrame.columnNumber, refSite.callFrame.columnNumber);
@@ -292,7 +281,7 @@ test('objects freed before the read are gone from the profile', () => {
   try {
     let kept = retainArrays(300);
     const before = handle.getAllocationProfile();
-    const siteIds = (p) => new Set(findNodes(p.head, 'allocateRetainedArrays').map((n) => n.id));
+    const siteIds = (p) => new Set(findNodes(p.head, RETAIN_SITE).map((n) => n.id));
     const count = (p) => { const ids = siteIds(p); return p.samples.filter((s) => ids.has(s.nodeId)).length; };
     assert.ok(count(before) > 50);
     // eslint-disable-next-line no-unused-vars -- the arrays were held, not read, until here

@@ -14,7 +14,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const zlib = require('node:zlib');
 const { pathToFileURL } = require('node:url');
-const { root, fixtureJson, decodePprof, encodePprof, labeledPprof, goPprof, asyncContextFrameFlags, tempDir, cli } = require('./helpers');
+const { root, fixtureJson, fixtureOnce, decodePprof, encodePprof, labeledPprof, goPprof, asyncContextFrameFlags, tempDir, cli } = require('./helpers');
 const { launchChromium, artifactPath } = require('./browser');
 const lib = require('../lib');
 const lib_mjs = import('../lib/index.mjs');
@@ -30,14 +30,7 @@ function cliJson(...args) {
   return JSON.parse(r.stdout);
 }
 
-let workload;
-function run() {
-  if (workload === undefined) {
-    const dir = fs.mkdtempSync(path.join(tmp, 'workload-'));
-    workload = fixtureJson('report-workload.js', { nodeArgs: FLAGS, args: [dir] });
-  }
-  return workload;
-}
+const run = fixtureOnce('report-workload.js', tmp, FLAGS);
 const labeled = () => run().capabilities.sampleLabels;
 
 // Independent figures of a pprof file: per group (full label set, or one key's value, as byLabel

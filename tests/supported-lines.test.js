@@ -101,3 +101,25 @@ test('the docs name the supported lines: every list of Node.js lines, the tables
   }
   assert.deepEqual(problems, []);
 });
+
+test('scripts/build.js refuses the headers of a line not in the list, naming the supported lines', () => {
+  const supported = new Set(majors.map(Number));
+  const oldest = Math.min(...supported);
+  const newest = Math.max(...supported);
+  // An older line, every line between the supported ones (the odd ones), and the next one.
+  const refused = [];
+  for (let major = oldest - 2; major <= newest + 1; major++) if (!supported.has(major)) refused.push(major);
+  assert.ok(refused.length >= 3, refused.join());
+  for (const major of refused) {
+    const include = tempDir(`node${major}-include`);
+    fs.writeFileSync(path.join(include, 'v8.h'), '');
+    fs.writeFileSync(path.join(include, 'node_version.h'), `#define NODE_MAJOR_VERSION ${major}\n#define NODE_MODULE_VERSION ${major + 100}\n`);
+    const out = spawnSync(process.execPath, [path.join(root, 'scripts', 'build.js')], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { ...process.env, HEAP_LABELS_NODE_INCLUDE: include, CARGO_TARGET_DIR: tempDir('no-build') },
+    });
+    assert.equal(out.status, 1, `Node.js ${major}: ${out.stderr}`);
+    assert.match(out.stderr, new RegExp(`are of Node\\.js ${major}, not a supported line: heap-labels supports ${describeLines().replace(/[()]/g, '\\$&')}`));
+  }
+});

@@ -18,6 +18,7 @@ const { spawn } = require('node:child_process');
 const net = require('node:net');
 const path = require('node:path');
 const { parseArgs } = require('../inprocess/common');
+const { appServing } = require('./common');
 
 const args = parseArgs(process.argv.slice(2));
 const lib = path.resolve(args.lib ?? path.join(__dirname, '..', '..', 'lib'));
@@ -33,23 +34,8 @@ function startApp() {
     env: { ...process.env, OBJECTS: String(objects), HEAP_LABELS_HTTP: '127.0.0.1:0', HEAP_LABELS_SAMPLE_INTERVAL: String(interval), HEAP_LABELS_SIGNAL: 'off' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-  return new Promise((resolve, reject) => {
-    const poll = setInterval(() => {
-      const m = /serving heap profiles at http:\/\/127\.0\.0\.1:(\d+)\//.exec(stderr);
-      if (m && stdout.includes('\n')) {
-        clearInterval(poll);
-        resolve({ child, port: JSON.parse(stdout.split('\n')[0]).port, agentPort: Number(m[1]) });
-      } else if (child.exitCode !== null || /not profiling/.test(stderr)) {
-        child.kill('SIGKILL');
-        clearInterval(poll);
-        reject(new Error(`the app exited:\n${stderr}`));
-      }
-    }, 20);
-  });
+  // app.js prints one JSON line with its port once it listens.
+  return appServing(child, (stdout) => (stdout.includes('\n') ? JSON.parse(stdout.split('\n')[0]).port : undefined));
 }
 
 function connect(port) {

@@ -26,6 +26,7 @@ const http = require('node:http');
 const path = require('node:path');
 const c = require('../inprocess/common');
 const { runLoad } = require('../../demo/load');
+const { appServing } = require('./common');
 
 function startApp(runtime, { retain, framework }) {
   const env = { ...process.env, NODE_OPTIONS: '' };
@@ -34,23 +35,9 @@ function startApp(runtime, { retain, framework }) {
   const server = path.join(c.root, 'benchmark/http/framework-server.js');
   const args = [...runtime.flags, '-r', 'heap-labels/register', server, '--framework', framework, '--mode', 'off', '--retain', String(retain)];
   const child = spawn(runtime.node, args, { cwd: c.root, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d) => (stderr += d));
-  return new Promise((resolve, reject) => {
-    const poll = setInterval(() => {
-      const app = /LISTENING (\d+)/.exec(stdout);
-      const agent = /serving heap profiles at http:\/\/127\.0\.0\.1:(\d+)\//.exec(stderr);
-      if (app && agent) {
-        clearInterval(poll);
-        resolve({ child, port: Number(app[1]), agentPort: Number(agent[1]), stderr: () => stderr });
-      } else if (child.exitCode !== null || /not profiling/.test(stderr)) {
-        clearInterval(poll);
-        child.kill('SIGKILL');
-        reject(new Error(`the app did not start:\n${stderr}`));
-      }
-    }, 20);
+  return appServing(child, (stdout) => {
+    const m = /LISTENING (\d+)/.exec(stdout);
+    return m ? Number(m[1]) : undefined;
   });
 }
 

@@ -41,6 +41,8 @@ pub mod retainers;
 mod set_counters;
 pub mod summary;
 pub(crate) mod sync;
+#[cfg(test)]
+mod test_support;
 
 pub use allocations::{
     dead_sample_estimate, AllocatedGroup, AllocationsRead, DeadSampleTotals, DeadSnapshot,

@@ -433,20 +433,11 @@ impl Dictionary {
 mod tests {
     use super::*;
     use crate::labels::LabelRegistry;
-    use crate::profile::{Allocations, CallFrame};
+    use crate::profile::Allocations;
+    use crate::test_support::{frame, labels, sample};
     use crate::{AllocatedGroup, OTHER_SITES_NODE};
     use std::collections::BTreeMap;
     use std::sync::Arc;
-
-    fn frame(name: &str, line: i32) -> CallFrame {
-        CallFrame {
-            function_name: name.into(),
-            script_id: 1,
-            url: "file:///app.js".into(),
-            line_number: line,
-            column_number: 5,
-        }
-    }
 
     fn options() -> OtlpOptions {
         OtlpOptions {
@@ -463,24 +454,13 @@ mod tests {
     /// Two routes, an unlabeled sample, an allocated-only group and one without a site.
     fn profile() -> crate::Profile {
         let reg = LabelRegistry::new(10);
-        let a = reg
-            .intern(vec![
-                ("route".into(), "/a".into()),
-                ("tenant".into(), "".into()),
-            ])
-            .unwrap();
-        let b = reg.intern(vec![("route".into(), "/b".into())]).unwrap();
+        let a = labels(&reg, &[("route", "/a"), ("tenant", "")]);
+        let b = labels(&reg, &[("route", "/b")]);
         let mut p = crate::Profile::new(512 * 1024);
         let root = p.add_node(None, 1, frame("(root)", 0));
         let main = p.add_node(Some(root), 2, frame("main", 10));
         let _leaf = p.add_node(Some(main), 3, frame("", 20));
-        let s = |node_id, size, labels: Option<&Arc<crate::LabelSet>>, id| crate::Sample {
-            node_id,
-            size,
-            count: 1,
-            sample_id: id,
-            labels: labels.cloned(),
-        };
+        let s = sample;
         p.samples = vec![
             s(3, 1 << 20, Some(&a), 1),
             s(3, 100, Some(&b), 2),

@@ -892,7 +892,10 @@ mod tests {
     use super::*;
     use crate::labels::LabelRegistry;
     use crate::profile::{CallFrame, Sample};
+    use crate::test_support::labels;
     use std::sync::Arc;
+    use EdgeType as E;
+    use NodeType as N;
 
     /// Builds chains the way cpp/ copies them: each node once, its parent before it.
     #[derive(Default)]
@@ -913,9 +916,39 @@ mod tests {
             });
             self.nodes.len() as u32 - 1
         }
+
+        /// A chain of nodes from `parent`, each step's node held by the one before; the last.
+        fn path(&mut self, parent: u32, steps: &[(EdgeType, &str, NodeType, &str)]) -> u32 {
+            steps
+                .iter()
+                .fold(parent, |at, &(edge, edge_name, ty, name)| {
+                    self.node(at, (edge, edge_name), ty, name)
+                })
+        }
+
+        /// The root and the global object it holds (a shortcut edge, as V8's snapshot has it).
+        fn global(&mut self) -> (u32, u32) {
+            let root = self.node(PARENT_ROOT, NONE, NodeType::Synthetic, "");
+            (root, self.global_under(root))
+        }
+
+        fn global_under(&mut self, root: u32) -> u32 {
+            self.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global")
+        }
+
+        /// The chains of these nodes, with the samples' objects at `sample_nodes`.
+        fn chains(self, sample_nodes: Vec<u32>) -> Chains {
+            Chains {
+                nodes: self.nodes,
+                sample_nodes,
+            }
+        }
     }
 
     const NONE: (EdgeType, &str) = (EdgeType::Element, "0");
+    /// global.registry, a Registry.
+    const REGISTRY: (EdgeType, &str, NodeType, &str) =
+        (E::Property, "registry", N::Object, "Registry");
 
     fn profile(samples: Vec<(u64, Option<&Arc<crate::LabelSet>>)>) -> Profile {
         let mut p = Profile::new(0); // estimates = sizes
@@ -948,38 +981,18 @@ mod tests {
     /// context > leaked > table > [i].
     fn leak_graph(g: &mut Graph, entries: &[&str]) -> Vec<u32> {
         let root = g.node(PARENT_ROOT, NONE, NodeType::Synthetic, "");
-        let roots = g.node(
+        let table = g.path(
             root,
-            (EdgeType::Element, "1"),
-            NodeType::Synthetic,
-            "(GC roots)",
+            &[
+                (E::Element, "1", N::Synthetic, "(GC roots)"),
+                (E::Element, "4", N::Synthetic, "(Global handles)"),
+                (E::Internal, "1", N::Closure, "handler"),
+                (E::Internal, "context", N::Object, "system / Context"),
+                (E::ContextVariable, "leaked", N::Object, "Map"),
+                // V8 names no FixedArray: the table is an unnamed array node.
+                (E::Internal, "table", N::Array, ""),
+            ],
         );
-        let handles = g.node(
-            roots,
-            (EdgeType::Element, "4"),
-            NodeType::Synthetic,
-            "(Global handles)",
-        );
-        let handler = g.node(
-            handles,
-            (EdgeType::Internal, "1"),
-            NodeType::Closure,
-            "handler",
-        );
-        let context = g.node(
-            handler,
-            (EdgeType::Internal, "context"),
-            NodeType::Object,
-            "system / Context",
-        );
-        let map = g.node(
-            context,
-            (EdgeType::ContextVariable, "leaked"),
-            NodeType::Object,
-            "Map",
-        );
-        // V8 names no FixedArray: the table is an unnamed array node.
-        let table = g.node(map, (EdgeType::Internal, "table"), NodeType::Array, "");
         entries
             .iter()
             .map(|i| g.node(table, (EdgeType::Internal, i), NodeType::Object, "Object"))
@@ -1000,10 +1013,7 @@ mod tests {
             NodeType::String,
             "",
         );
-        let chains = Chains {
-            nodes: g.nodes,
-            sample_nodes: vec![objects[0], objects[1], objects[2], body],
-        };
+        let chains = g.chains(vec![objects[0], objects[1], objects[2], body]);
         let p = profile(vec![(100, None), (100, None), (100, None), (700, None)]);
         let r = by_label(&p, &chains, None, &Limits::default());
         assert_eq!(r.groups.len(), 1);
@@ -1058,37 +1068,18 @@ mod tests {
     #[test]
     fn runs_of_internal_nodes_are_one_step() {
         let mut g = Graph::default();
-        let root = g.node(PARENT_ROOT, NONE, NodeType::Synthetic, "");
-        let holder = g.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global");
-        let cache = g.node(
-            holder,
-            (EdgeType::Property, "cache"),
-            NodeType::Object,
-            "Cache",
+        let (_, global) = g.global();
+        let object = g.path(
+            global,
+            &[
+                (E::Property, "cache", N::Object, "Cache"),
+                (E::Internal, "properties", N::Array, "(object properties)"),
+                (E::Internal, "5", N::Hidden, "system / NameDictionary"),
+                (E::Internal, "2", N::Code, "(code)"),
+                (E::Internal, "value", N::Object, "Entry"),
+            ],
         );
-        let props = g.node(
-            cache,
-            (EdgeType::Internal, "properties"),
-            NodeType::Array,
-            "(object properties)",
-        );
-        let dict = g.node(
-            props,
-            (EdgeType::Internal, "5"),
-            NodeType::Hidden,
-            "system / NameDictionary",
-        );
-        let code = g.node(dict, (EdgeType::Internal, "2"), NodeType::Code, "(code)");
-        let object = g.node(
-            code,
-            (EdgeType::Internal, "value"),
-            NodeType::Object,
-            "Entry",
-        );
-        let chains = Chains {
-            nodes: g.nodes,
-            sample_nodes: vec![object],
-        };
+        let chains = g.chains(vec![object]);
         let r = by_label(
             &profile(vec![(64, None)]),
             &chains,
@@ -1109,19 +1100,11 @@ mod tests {
     #[test]
     fn groups_follow_by_label_and_unmatched_samples_are_counted_apart() {
         let reg = LabelRegistry::new(10);
-        let leak = reg.intern(vec![("route".into(), "/leak".into())]).unwrap();
-        let churn = reg
-            .intern(vec![
-                ("route".into(), "/churn".into()),
-                ("tenant".into(), "a".into()),
-            ])
-            .unwrap();
+        let leak = labels(&reg, &[("route", "/leak")]);
+        let churn = labels(&reg, &[("route", "/churn"), ("tenant", "a")]);
         let mut g = Graph::default();
         let objects = leak_graph(&mut g, &["1", "2"]);
-        let chains = Chains {
-            nodes: g.nodes,
-            sample_nodes: vec![objects[0], objects[1], NO_NODE, NO_NODE],
-        };
+        let chains = g.chains(vec![objects[0], objects[1], NO_NODE, NO_NODE]);
         let p = profile(vec![
             (300, Some(&leak)),
             (300, Some(&leak)),
@@ -1167,43 +1150,26 @@ mod tests {
     #[test]
     fn the_tree_is_cut_by_depth_children_and_share() {
         let mut g = Graph::default();
-        let root = g.node(PARENT_ROOT, NONE, NodeType::Synthetic, "");
+        let (root, first) = g.global();
         // A chain of 20 different steps: the depth limit stops it, and says so.
-        let mut at = g.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global");
-        for i in 0..20 {
-            at = g.node(
-                at,
-                (EdgeType::Property, &format!("p{i}")),
-                NodeType::Object,
-                "Link",
-            );
-        }
-        let deep = at;
+        let names: Vec<String> = (0..20).map(|i| format!("p{i}")).collect();
+        let steps: Vec<_> = names
+            .iter()
+            .map(|name| (E::Property, name.as_str(), N::Object, "Link"))
+            .collect();
+        let deep = g.path(first, &steps);
         // Ten holders of one object each, of decreasing size, all in one registry.
-        let global = g.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global");
-        let registry = g.node(
-            global,
-            (EdgeType::Property, "registry"),
-            NodeType::Object,
-            "Registry",
-        );
+        let global = g.global_under(root);
+        let registry = g.path(global, &[REGISTRY]);
         let holders: Vec<u32> = (0..10)
             .map(|i| {
                 let name = format!("holder{i}");
-                g.node(
-                    registry,
-                    (EdgeType::Property, &name),
-                    NodeType::Object,
-                    "Item",
-                )
+                g.path(registry, &[(E::Property, &name, N::Object, "Item")])
             })
             .collect();
         let mut sample_nodes = vec![deep];
         sample_nodes.extend(&holders);
-        let chains = Chains {
-            nodes: g.nodes,
-            sample_nodes,
-        };
+        let chains = g.chains(sample_nodes);
         let mut samples = vec![(1000, None)];
         samples.extend((0..10).map(|i| (100 - i * 10 + 1, None)));
         let p = profile(samples);
@@ -1284,34 +1250,22 @@ mod tests {
     #[test]
     fn an_other_leads_to_where_its_steps_meet() {
         let mut g = Graph::default();
-        let root = g.node(PARENT_ROOT, NONE, NodeType::Synthetic, "");
-        let global = g.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global");
-        let registry = g.node(
-            global,
-            (EdgeType::Property, "registry"),
-            NodeType::Object,
-            "Registry",
-        );
+        let (_, global) = g.global();
+        let registry = g.path(global, &[REGISTRY]);
         let items: Vec<u32> = (0..10)
             .map(|i| {
-                let boxed = g.node(
+                let (edge, class, item) =
+                    (format!("box{i}"), format!("Box{i}"), format!("item{i}"));
+                g.path(
                     registry,
-                    (EdgeType::Property, &format!("box{i}")),
-                    NodeType::Object,
-                    &format!("Box{i}"),
-                );
-                g.node(
-                    boxed,
-                    (EdgeType::Property, &format!("item{i}")),
-                    NodeType::Object,
-                    "Item",
+                    &[
+                        (E::Property, &edge, N::Object, &class),
+                        (E::Property, &item, N::Object, "Item"),
+                    ],
                 )
             })
             .collect();
-        let chains = Chains {
-            nodes: g.nodes,
-            sample_nodes: items,
-        };
+        let chains = g.chains(items);
         let p = profile((0..10).map(|_| (10, None)).collect());
         let limits = Limits {
             min_share: 0.5,
@@ -1329,8 +1283,7 @@ mod tests {
     #[test]
     fn a_step_taken_again_right_away_is_one_step_repeated() {
         let mut g = Graph::default();
-        let root = g.node(PARENT_ROOT, NONE, NodeType::Synthetic, "");
-        let global = g.node(root, (EdgeType::Shortcut, "1"), NodeType::Object, "global");
+        let (_, global) = g.global();
         let list = |g: &mut Graph, name: &str, links: usize| {
             let mut at = g.node(global, (EdgeType::Property, name), NodeType::Object, "Link");
             for _ in 0..links {
@@ -1339,10 +1292,7 @@ mod tests {
             at
         };
         let (short, long) = (list(&mut g, "head", 3), list(&mut g, "head", 30));
-        let chains = Chains {
-            nodes: g.nodes,
-            sample_nodes: vec![short, long],
-        };
+        let chains = g.chains(vec![short, long]);
         let r = by_label(
             &profile(vec![(10, None), (10, None)]),
             &chains,
@@ -1363,10 +1313,7 @@ mod tests {
         let weak = g.node(PARENT_UNREACHED, NONE, NodeType::Object, "Cached");
         let cut = g.node(PARENT_TRUNCATED, NONE, NodeType::Object, "Far");
         let far = g.node(cut, (EdgeType::Property, "x"), NodeType::Closure, "");
-        let chains = Chains {
-            nodes: g.nodes,
-            sample_nodes: vec![weak, far],
-        };
+        let chains = g.chains(vec![weak, far]);
         let r = by_label(
             &profile(vec![(10, None), (20, None)]),
             &chains,

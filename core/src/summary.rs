@@ -208,6 +208,7 @@ mod tests {
     use crate::estimate;
     use crate::labels::LabelRegistry;
     use crate::profile::{CallFrame, Sample};
+    use crate::test_support::labels;
 
     /// The cases lib/format.js's `labelsText` is held to as well (tests/report.test.js).
     #[test]
@@ -243,8 +244,8 @@ mod tests {
     #[test]
     fn rows_are_per_set_largest_first_with_unlabeled_and_overflow() {
         let reg = LabelRegistry::new(1);
-        let leak = reg.intern(vec![("route".into(), "/leak".into())]).unwrap();
-        let overflow = reg.intern(vec![("route".into(), "/x".into())]).unwrap();
+        let leak = labels(&reg, &[("route", "/leak")]);
+        let overflow = labels(&reg, &[("route", "/x")]);
         assert!(overflow.is_overflow());
         let mut p = Profile::new(1024);
         p.add_node(None, 1, CallFrame::default());
@@ -287,12 +288,13 @@ mod tests {
     #[test]
     fn label_keys_and_values_reach_the_text_escaped() {
         let reg = LabelRegistry::new(10);
-        let hostile = reg
-            .intern(vec![
-                ("k\u{1b}[31m".into(), "v\nforged row\u{1b}]8;;x\u{7}".into()),
-                ("bidi\u{202e}".into(), "\u{9b}c\u{2028}".into()),
-            ])
-            .unwrap();
+        let hostile = labels(
+            &reg,
+            &[
+                ("k\u{1b}[31m", "v\nforged row\u{1b}]8;;x\u{7}"),
+                ("bidi\u{202e}", "\u{9b}c\u{2028}"),
+            ],
+        );
         let text = labels_text(&GroupLabels::Set(hostile));
         assert!(!text.chars().any(is_unsafe), "{text:?}");
         assert_eq!(

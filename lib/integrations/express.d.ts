@@ -1,5 +1,5 @@
 // heap-labels/express: route-template labels for express 4 and 5 apps.
-import type { RouteLabelOptions } from './route-labels.js';
+import type { AutomaticRouteLabels, RouteLabelOptions } from './route-labels.js';
 
 export type { RouteLabelOptions } from './route-labels.js';
 
@@ -20,3 +20,10 @@ export function expressRouteLabels<App extends ExpressApplication>(
   app: App,
   options?: RouteLabelOptions<App['request']>,
 ): App;
+
+/**
+ * The automatic route labels of an express module (4 or 5; lib/instrument/express.js): every app it
+ * creates from now on is labeled with `automatic.labeler` while `automatic.on`. Idempotent per
+ * module. Not part of heap-labels/express (lib/entries/express.d.ts).
+ */
+export function instrumentExpress(express: unknown, automatic: AutomaticRouteLabels): void;

@@ -1,5 +1,5 @@
 // heap-labels/koa: route-template labels for koa apps routed by @koa/router.
-import type { RouteLabelOptions } from './route-labels.js';
+import type { AutomaticRouteLabels, RouteLabelOptions } from './route-labels.js';
 
 export type { RouteLabelOptions } from './route-labels.js';
 
@@ -19,3 +19,10 @@ export function koaRouteLabels<App extends KoaApplication>(
   app: App,
   options?: RouteLabelOptions<App['context']>,
 ): App;
+
+/**
+ * The automatic route labels of a koa Application class (koa 2 or 3; lib/instrument/koa.js): each
+ * app installs its hooks with `automatic.labeler` when its callback() is first called. Idempotent
+ * per class. Not part of heap-labels/koa (lib/entries/koa.d.ts).
+ */
+export function instrumentKoa(Application: unknown, automatic: AutomaticRouteLabels): void;

@@ -5,7 +5,7 @@
 const fs = require('node:fs');
 const { parseArgs } = require('node:util');
 const { readPprof, readPprofFile, readProfileBytes, ReportError, DEFAULT_MAX_INFLATED_BYTES } = require('./model');
-const { summarizePprof, DEFAULT_GROUPS } = require('./summary');
+const { summarizePprof, DEFAULT_GROUPS, DEFAULT_TOP } = require('./summary');
 const { printable } = require('./format');
 const { diffModels } = require('./diff');
 const { reportText, diffText } = require('./text');
@@ -23,7 +23,7 @@ const USAGE = `usage: heap-labels report <profile.pb.gz>... [--key KEY] [--top N
            label; several profiles: one report each, and with --html live bytes per label over time
   diff     growth per label from base to current, and the top growing sites of each label
   --key KEY      group by the value of label KEY instead of by full label set
-  --top N        sites listed per label (default 10; 0: none)
+  --top N        sites listed per label (default ${DEFAULT_TOP}; 0: none)
   --all          report: list every label group (default: the ${DEFAULT_GROUPS} largest, and one line for
                  the rest)
   --html FILE    also write a self-contained HTML view (bars, flame graph, timeline)
@@ -68,7 +68,7 @@ function parse(argv) {
     throw new ReportError(`${e.message.split(/\.\s/)[0].replace(/\.$/, '')} (heap-labels --help for usage)`);
   }
   const { values, positionals } = parsed;
-  const o = { command: positionals[0], files: positionals.slice(1), key: values.key, html: values.html, json: Boolean(values.json), help: Boolean(values.help), top: 10 };
+  const o = { command: positionals[0], files: positionals.slice(1), key: values.key, html: values.html, json: Boolean(values.json), help: Boolean(values.help), top: DEFAULT_TOP };
   if (values.top !== undefined) {
     if (!/^\d+$/.test(values.top)) throw new ReportError(`--top must be a non-negative integer, got ${JSON.stringify(values.top)}`);
     o.top = Number(values.top);

@@ -5,6 +5,7 @@
 const { groupModel, FIGURES } = require('./aggregate');
 const { labelsText } = require('./format');
 const { fromAllocationProfile, canonicalLabels } = require('./model');
+const { DEFAULT_TOP } = require('./summary');
 
 const pick = (o) => Object.fromEntries(FIGURES.map((f) => [f, o ? o[f] : 0]));
 const minus = (a, b) => Object.fromEntries(FIGURES.map((f) => [f, a[f] - b[f]]));
@@ -22,8 +23,8 @@ const byGrowth = (a, b) =>
   b.delta.inuseBytes - a.delta.inuseBytes || b.delta.allocBytes - a.delta.allocBytes || (a.name < b.name ? -1 : 1);
 
 // Two models -> { total, groups: [{ name, labels, base, current, delta, percent, sites: [...] }] },
-// most grown first; `top` sites per group (default 10), most grown first.
-function diffModels(base, current, { key, top = 10 } = {}) {
+// most grown first; `top` sites per group (default DEFAULT_TOP), most grown first.
+function diffModels(base, current, { key, top = DEFAULT_TOP } = {}) {
   const b = groupModel(base, key);
   const c = groupModel(current, key);
   const names = new Map();

@@ -35,7 +35,7 @@ export interface ProfileSummary {
 export interface SummaryOptions {
   /** Group by this key's value instead of by full label set. */
   key?: string;
-  /** Sites per shown group (default 10). */
+  /** Sites per shown group (default 10, `DEFAULT_TOP`). */
   top?: number;
   /** Groups shown (default 50, `DEFAULT_GROUPS`; Infinity: all). */
   groups?: number;
@@ -47,3 +47,5 @@ export function summarizePprof(bytes: Uint8Array, source?: string, options?: Sum
 export function summarizeModel(model: HeapModel, options?: SummaryOptions): ProfileSummary;
 /** 50. */
 export const DEFAULT_GROUPS: number;
+/** 10: sites per group (`top`). */
+export const DEFAULT_TOP: number;

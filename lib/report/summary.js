@@ -20,6 +20,8 @@ const { groupModel, siteText, byFigures, groupedBy, ALL, NONE } = require('./agg
 const { labelsText } = require('./format');
 
 const DEFAULT_GROUPS = 50;
+// Sites listed per group: of report, diff and their text, the CLI's --top.
+const DEFAULT_TOP = 10;
 
 // [inuseBytes, inuseObjects, allocBytes, allocObjects] at 4 * i of a flat array -> figures object.
 const figuresAt = (a, i) => ({ inuseBytes: a[4 * i], inuseObjects: a[4 * i + 1], allocBytes: a[4 * i + 2], allocObjects: a[4 * i + 3] });
@@ -110,7 +112,7 @@ function orderGroups(figs, groupCount, count, nameOf) {
 }
 
 // gzip'd (or raw) pprof bytes -> summary (see the module comment); ReportError on bad input.
-function summarizePprof(bytes, source = 'profile', { key, top = 10, groups = DEFAULT_GROUPS, maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } = {}) {
+function summarizePprof(bytes, source = 'profile', { key, top = DEFAULT_TOP, groups = DEFAULT_GROUPS, maxInflatedBytes = DEFAULT_MAX_INFLATED_BYTES } = {}) {
   checkGroups(groups);
   const raw = inflateProfile(bytes, source, { maxInflatedBytes });
   const { p, types, at, frames, meta } = profileHeader(raw, source, { maxInflatedBytes, samples: false });
@@ -273,7 +275,7 @@ function summarizePprof(bytes, source = 'profile', { key, top = 10, groups = DEF
 }
 
 // A model (lib/report/model.js) -> summary, through groupModel.
-function summarizeModel(model, { key, top = 10, groups = DEFAULT_GROUPS } = {}) {
+function summarizeModel(model, { key, top = DEFAULT_TOP, groups = DEFAULT_GROUPS } = {}) {
   checkGroups(groups);
   const grouped = groupModel(model, key);
   const strip = ({ name, labels, inuseBytes, inuseObjects, allocBytes, allocObjects, sites }) => ({
@@ -293,4 +295,4 @@ function summarizeModel(model, { key, top = 10, groups = DEFAULT_GROUPS } = {}) 
   return finish(model, model.warnings ?? [], grouped.total, grouped.groups.length, shown, rest);
 }
 
-module.exports = { summarizePprof, summarizeModel, DEFAULT_GROUPS };
+module.exports = { summarizePprof, summarizeModel, DEFAULT_GROUPS, DEFAULT_TOP };

@@ -1,7 +1,7 @@
 'use strict';
 // The terminal views: the per-label report of one profile and the growth table of a diff.
 
-const { summarizeModel } = require('./summary');
+const { summarizeModel, DEFAULT_TOP } = require('./summary');
 const f = require('./format');
 
 function when(readNanos) {
@@ -11,7 +11,7 @@ function when(readNanos) {
 // One profile (a model, summarized here, or a summary from summary.js): the per-label table of the
 // `groups` largest groups (default 50; Infinity: all) and a line for the rest, then the top `top`
 // sites (leaf function file:line) of each shown group.
-function reportText(profile, { key, top = 10, groups } = {}) {
+function reportText(profile, { key, top = DEFAULT_TOP, groups } = {}) {
   const summary = Array.isArray(profile.samples) ? summarizeModel(profile, { key, top, groups }) : profile;
   const { total } = summary;
   const alloc = summary.hasAllocations;
@@ -58,7 +58,7 @@ function reportText(profile, { key, top = 10, groups } = {}) {
 }
 
 // A diff (diffModels/diffProfiles result): growth per label, then the top growing sites of each.
-function diffText(diff, { key, top = 10 } = {}) {
+function diffText(diff, { key, top = DEFAULT_TOP } = {}) {
   const alloc = diff.hasAllocations;
   const out = [];
   out.push(`base:    ${diff.base.source} (${when(diff.base.readNanos)})`);

@@ -356,18 +356,8 @@ mod tests {
     use super::*;
     use crate::allocations::AllocatedGroup;
     use crate::labels::LabelRegistry;
-    use crate::profile::{Allocations, CallFrame, Profile, Sample};
-    use std::sync::Arc;
-
-    fn frame(name: &str, line: i32) -> CallFrame {
-        CallFrame {
-            function_name: name.into(),
-            script_id: 1,
-            url: "file:///app.js".into(),
-            line_number: line,
-            column_number: 1,
-        }
-    }
+    use crate::profile::{Allocations, Profile};
+    use crate::test_support::{frame, labels, sample};
 
     /// A profile with allocation figures: `dead` bytes dead at `leaf` under `route`, and one live
     /// 100-byte sample under `/a` at `main`. `extra` adds a node first (other node ids and
@@ -381,14 +371,8 @@ mod tests {
         let main = p.add_node(Some(root), 2, frame("main", 1));
         p.add_node(Some(main), 3, frame("leaf", 2));
         p.add_node(Some(main), 4, frame("gone", 3));
-        let a = reg.intern(vec![("route".into(), "/a".into())]).unwrap();
-        p.samples.push(Sample {
-            node_id: 2,
-            size: 100,
-            count: 1,
-            sample_id: 1,
-            labels: Some(Arc::clone(&a)),
-        });
+        let a = labels(reg, &[("route", "/a")]);
+        p.samples.push(sample(2, 100, Some(&a), 1));
         let leaf = |name: &str| if name == "leaf" { 3 } else { 4 };
         p.allocations = Some(Allocations {
             dead: dead

@@ -276,43 +276,23 @@ fn location_ids(profile: &Profile, node: usize) -> Vec<u64> {
 mod tests {
     use super::*;
     use crate::labels::LabelRegistry;
-    use crate::profile::{CallFrame, GroupLabels, Sample};
+    use crate::profile::GroupLabels;
+    use crate::test_support::{frame_in, labels, sample, APP};
     use flate2::read::GzDecoder;
     use std::io::Read;
     use std::sync::Arc;
 
-    fn frame(name: &str, url: &str, line: i32) -> CallFrame {
-        CallFrame {
-            function_name: name.into(),
-            script_id: 7,
-            url: url.into(),
-            line_number: line,
-            column_number: 3,
-        }
-    }
-
     fn sample_profile() -> (Profile, LabelRegistry) {
         let reg = LabelRegistry::new(10);
-        let a = reg
-            .intern(vec![
-                ("route".into(), "/a".into()),
-                ("tenant".into(), "t1".into()),
-            ])
-            .unwrap();
+        let a = labels(&reg, &[("route", "/a"), ("tenant", "t1")]);
         let mut p = Profile::new(512 * 1024);
-        let root = p.add_node(None, 1, frame("(root)", "", 0));
-        let main = p.add_node(Some(root), 2, frame("main", "file:///app.js", 10));
-        let anon = p.add_node(Some(main), 3, frame("", "file:///app.js", 20));
+        let root = p.add_node(None, 1, frame_in("(root)", "", 0));
+        let main = p.add_node(Some(root), 2, frame_in("main", APP, 10));
+        let anon = p.add_node(Some(main), 3, frame_in("", APP, 20));
         // Same function (name, url, line) reached through another path: one Function, two Locations.
-        let _again = p.add_node(Some(root), 4, frame("main", "file:///app.js", 10));
+        let _again = p.add_node(Some(root), 4, frame_in("main", APP, 10));
         assert_eq!(anon, 2);
-        let s = |node_id, size, labels: Option<&Arc<LabelSet>>, id| Sample {
-            node_id,
-            size,
-            count: 1,
-            sample_id: id,
-            labels: labels.cloned(),
-        };
+        let s = sample;
         p.samples = vec![
             s(3, 1 << 20, Some(&a), 1),
             s(3, 1 << 20, Some(&a), 2),
@@ -320,6 +300,15 @@ mod tests {
             s(2, 4096, Some(&a), 4),
         ];
         (p, reg)
+    }
+
+    /// The (type, unit) of each of `d`'s sample types.
+    fn sample_types(d: &proto::Profile) -> Vec<(&str, &str)> {
+        let st = |i: i64| d.string_table[i as usize].as_str();
+        d.sample_type
+            .iter()
+            .map(|t| (st(t.r#type), st(t.unit)))
+            .collect()
     }
 
     fn decode(bytes: &[u8]) -> proto::Profile {
@@ -332,7 +321,7 @@ mod tests {
     fn allocation_figures_add_go_s_alloc_types_before_the_inuse_ones() {
         let (mut p, reg) = sample_profile();
         let a = p.samples[0].labels.clone().unwrap();
-        let b = reg.intern(vec![("route".into(), "/b".into())]).unwrap();
+        let b = labels(&reg, &[("route", "/b")]);
         // Samples 1 and 2 predate the window; 3 and 4 were allocated in it. Route /b allocated
         // at node 3 and kept nothing; one dead group lost its site.
         p.allocations = Some(crate::profile::Allocations {
@@ -354,11 +343,7 @@ mod tests {
         });
         let d = decode(&encode(&p));
         let st = |i: i64| d.string_table[i as usize].as_str();
-        let types: Vec<_> = d
-            .sample_type
-            .iter()
-            .map(|t| (st(t.r#type), st(t.unit)))
-            .collect();
+        let types = sample_types(&d);
         assert_eq!(
             types,
             [
@@ -446,11 +431,7 @@ mod tests {
         assert_eq!(d.period, 512 * 1024);
         let pt = d.period_type.unwrap();
         assert_eq!((st(pt.r#type), st(pt.unit)), ("space", "bytes"));
-        let types: Vec<_> = d
-            .sample_type
-            .iter()
-            .map(|t| (st(t.r#type), st(t.unit)))
-            .collect();
+        let types = sample_types(&d);
         assert_eq!(
             types,
             [("inuse_objects", "count"), ("inuse_space", "bytes")]
