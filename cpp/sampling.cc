@@ -57,9 +57,11 @@ void CopyNodes(v8::Isolate* isolate, v8::AllocationProfile::Node* root,
 }
 
 // Copies the samples with their label words (patched runtime; 0 on stock).
-// Each copied word takes its own reference (to the set a request cell stands
-// for now) while V8's sample still holds one,
-// so the Rust model owns what it reads even if V8 drops the sample later.
+// append_samples gives each copied word its own reference (to the set a
+// request cell stands for now) while V8's sample still holds one, so the Rust
+// model owns what it reads even if V8 drops the sample later. The samples are
+// staged here and handed over in one call: per sample, a rust::Vec push_back
+// crosses the bridge several times.
 void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out,
                  uintptr_t unlabeled_word) {
   const std::vector<v8::AllocationProfile::Sample>& samples =
@@ -67,21 +69,20 @@ void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out,
   std::size_t word_count = 0;
   const uintptr_t* words = SampleLabelsOf(&profile, &word_count);
   if (word_count != samples.size()) words = nullptr;
-  out->reserve(samples.size());
+  std::vector<RawSample> staged(samples.size());
   for (std::size_t i = 0; i < samples.size(); i++) {
     const v8::AllocationProfile::Sample& sample = samples[i];
-    RawSample raw;
+    RawSample& raw = staged[i];
     raw.node_id = sample.node_id;
     raw.size = sample.size;
     raw.count = sample.count;
     raw.sample_id = sample.sample_id;
     raw.live = SampleIsLive(sample, 0);
     uintptr_t word = words != nullptr ? words[i] : 0;
-    if (word == unlabeled_word) word = 0;
-    // A request cell's word becomes the set it is bound to now.
-    raw.label_word = resolve_label_word(word);
-    out->push_back(raw);
+    raw.label_word = word == unlabeled_word ? 0 : word;
   }
+  append_samples(*out,
+                 rust::Slice<const RawSample>(staged.data(), staged.size()));
 }
 
 uint64_t HighestSampleId(const v8::AllocationProfile& profile) {

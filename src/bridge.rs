@@ -209,9 +209,12 @@ pub mod ffi {
         /// sample-labels capture callback) and by the counting allocator: one atomic increment.
         fn retain_label_word(word: usize);
 
-        /// A word with a reference of its own to the set `word` stands for now (a request cell
-        /// resolves to its current set): how a read of V8's samples takes its references.
-        fn resolve_label_word(word: usize) -> usize;
+        /// Appends a read's samples to `out` (cpp/sampling.cc `CopySamples`, with no V8 call in
+        /// between): each `label_word` of `samples` is V8's, borrowed; the appended sample's owns
+        /// a reference of its own to the set that word stands for now (a request cell resolves to
+        /// its current set). One call per read: a `push_back` per sample costs several calls
+        /// across the bridge, and the references are taken in a loop the compiler sees whole.
+        fn append_samples(out: &mut Vec<RawSample>, samples: &[RawSample]);
 
         /// Charges `bytes` of the new backing-store block at address `block` to `word`'s set (0:
         /// unlabeled) in the `ExternalCounters` at address `counters`, and records the word
@@ -419,8 +422,17 @@ pub mod ffi {
 // contract), but for the two that speak the bridge's own types.
 use crate::v8_callbacks::{
     capture_sample_word, drop_pending_labels, external_alloc, external_free, record_dead_sample,
-    release_label_word, release_sample_word, resolve_label_word, retain_label_word,
+    release_label_word, release_sample_word, retain_label_word,
 };
+
+/// See `ffi::append_samples`.
+fn append_samples(out: &mut Vec<ffi::RawSample>, samples: &[ffi::RawSample]) {
+    out.reserve(samples.len());
+    out.extend(samples.iter().map(|sample| ffi::RawSample {
+        label_word: crate::v8_callbacks::resolve_label_word(sample.label_word),
+        ..*sample
+    }));
+}
 
 /// See `ffi::take_dead_samples`: `v8_callbacks::take_dead_samples` as the bridge's struct, each
 /// group's label set as a word that owns its reference.
