@@ -35,7 +35,6 @@ const windowSeconds = Number(args.window ?? 60);
 if (typeof globalThis.gc !== 'function') throw new Error('run with --expose-gc');
 
 // Distinct allocation sites: one compiled function per site.
-// eslint-disable-next-line no-new-func
 const sites = Array.from({ length: siteCount }, (_, i) => new Function('n', `
   const out = [];
   for (let j = 0; j < n; j++) out.push({ site: ${i}, j, text: 'x' + j });
