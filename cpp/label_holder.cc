@@ -38,15 +38,14 @@ void LabelHolders::Release(Record* record) {
 // cached transition).
 v8::Local<v8::ObjectTemplate> LabelHolders::Template() {
   if (template_.IsEmpty()) {
-    v8::Local<v8::String> name =
-        v8::String::NewFromUtf8Literal(isolate_, "labels",
-                                       v8::NewStringType::kInternalized);
+    v8::Local<v8::String> name = v8::String::NewFromUtf8Literal(
+        isolate_, "labels", v8::NewStringType::kInternalized);
     labels_name_.Reset(isolate_, name);
     v8::Local<v8::ObjectTemplate> tmpl = v8::ObjectTemplate::New(isolate_);
     tmpl->SetInternalFieldCount(kHolderFieldCount);
-    tmpl->Set(name, v8::Undefined(isolate_),
-              static_cast<v8::PropertyAttribute>(v8::DontEnum |
-                                                 v8::DontDelete));
+    tmpl->Set(
+        name, v8::Undefined(isolate_),
+        static_cast<v8::PropertyAttribute>(v8::DontEnum | v8::DontDelete));
     template_.Reset(isolate_, tmpl);
   }
   return template_.Get(isolate_);
