@@ -130,12 +130,18 @@ RawProfile IsolateState::read_profile(AllocationsRead read) {
   return profile;
 }
 
-std::size_t IsolateState::create_label_holder(HolderBinding binding) {
+NewHolder IsolateState::create_label_holder(HolderBinding binding,
+                                            std::size_t labels) {
   v8::Local<v8::Object> holder;
-  if (!holders_.Create(binding.word, binding.pending).ToLocal(&holder)) {
+  std::uint64_t serial = 0;
+  if (!holders_
+           .Create(binding.word, binding.pending,
+                   labels == 0 ? v8::Local<v8::Value>() : ToLocal(labels),
+                   &serial)
+           .ToLocal(&holder)) {
     throw std::runtime_error("could not create a label holder object");
   }
-  return ToNapiValue(holder);
+  return NewHolder{ToNapiValue(holder), serial};
 }
 
 HolderBinding IsolateState::holder_binding(std::size_t holder) const {

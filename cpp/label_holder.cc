@@ -32,21 +32,40 @@ void LabelHolders::Release(Record* record) {
   delete record;
 }
 
+// Holders come from one template with the `labels` property in place: V8
+// copies the template's first instance for the others, so that a new holder
+// takes no map transition for its property (and a label holder's freeze one
+// cached transition).
 v8::Local<v8::ObjectTemplate> LabelHolders::Template() {
   if (template_.IsEmpty()) {
+    v8::Local<v8::String> name = v8::String::NewFromUtf8Literal(
+        isolate_, "labels", v8::NewStringType::kInternalized);
+    labels_name_.Reset(isolate_, name);
     v8::Local<v8::ObjectTemplate> tmpl = v8::ObjectTemplate::New(isolate_);
     tmpl->SetInternalFieldCount(kHolderFieldCount);
+    tmpl->Set(
+        name, v8::Undefined(isolate_),
+        static_cast<v8::PropertyAttribute>(v8::DontEnum | v8::DontDelete));
     template_.Reset(isolate_, tmpl);
   }
   return template_.Get(isolate_);
 }
 
 v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
-                                                std::size_t pending) {
+                                                std::size_t pending,
+                                                v8::Local<v8::Value> labels,
+                                                std::uint64_t* serial) {
   v8::EscapableHandleScope scope(isolate_);
   v8::Local<v8::Context> context = isolate_->GetCurrentContext();
   v8::Local<v8::Object> holder;
-  if (!Template()->NewInstance(context).ToLocal(&holder)) {
+  bool made = Template()->NewInstance(context).ToLocal(&holder);
+  if (made && !labels.IsEmpty()) {
+    made = holder->Set(context, labels_name_.Get(isolate_), labels)
+               .FromMaybe(false) &&
+           holder->SetIntegrityLevel(context, v8::IntegrityLevel::kFrozen)
+               .FromMaybe(false);
+  }
+  if (!made) {
     release_label_word(word);
     if (pending != 0) drop_pending_labels(pending);
     return {};
@@ -62,6 +81,7 @@ v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
   records_.insert(record);
   by_serial_.emplace(record->serial, record);
   if (pending != 0) overflowed_.insert(record);
+  *serial = record->serial;
   return scope.Escape(holder);
 }
 

@@ -7,7 +7,7 @@
 
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { native } = require('./native');
-const { intern, keptHolderOf, labelsOfHolder } = require('./labels');
+const { labelHolder, labelsOfHolder } = require('./labels');
 const instance = require('./instance');
 
 // The storage instance is the key the patched runtime looks up in the AsyncContextFrame map. An
@@ -20,8 +20,7 @@ function withHeapProfileLabels(labels, fn) {
   if (typeof fn !== 'function') {
     throw new TypeError(`heap-labels: withHeapProfileLabels: fn must be a function, got ${typeof fn}`);
   }
-  const holder = keptHolderOf(intern(labels, 'withHeapProfileLabels'));
-  return storage.run(holder, fn);
+  return storage.run(labelHolder(labels, 'withHeapProfileLabels'), fn);
 }
 
 function setHeapProfileLabels(labels) {
@@ -29,7 +28,7 @@ function setHeapProfileLabels(labels) {
     storage.enterWith(undefined);
     return;
   }
-  storage.enterWith(keptHolderOf(intern(labels, 'setHeapProfileLabels')));
+  storage.enterWith(labelHolder(labels, 'setHeapProfileLabels'));
 }
 
 function getHeapProfileLabels() {

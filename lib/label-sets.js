@@ -33,11 +33,14 @@ function ensureRoom(id) {
 }
 
 // Records that the set with key (id, generation) has the labels `labels` (a frozen object made by
-// lib/labels.js).
+// lib/labels.js). Returns the labels that id named before (undefined: none), which lib/labels.js
+// stops holding as the object of their content.
 function rememberSet(id, generation, labels) {
   ensureRoom(id);
+  const before = labelsById[id];
   labelsById[id] = labels;
   generationById[id] = generation;
+  return before;
 }
 
 // The labels of the set with this key, if known.

@@ -44,19 +44,45 @@ function reservedEntry(key) {
   return undefined;
 }
 
-const interned = new WeakSet(); // frozen label objects made here (user labels; not the overflow set's)
+// What lib/ knows of each frozen label object it made, in one WeakMap entry (a new label set costs
+// one insertion into a weak table, whose entries are costly to make and, for the GC, to keep).
+// Small, as the objects of up to maxLabelSets sets are held at once: the pairs are not kept (the
+// object has them; see pairsOf).
+class LabelState {
+  constructor(key, user) {
+    this.key = key; // canonicalKey(keys, values): the pairs as they cross to the addon
+    // A user label set (no reserved key): the API takes the object as it is. The overflow set's
+    // object (from a profile) is not.
+    this.user = user;
+    // Serial numbers of its label holder bound to its own set (or to no labels), and of its holder
+    // bound to the overflow set; the addon hands out a holder while it lives
+    // (native.liveLabelHolder). Weak both ways: a holder lives while an async context stores it,
+    // not merely while its label object does, so label objects kept elsewhere (a profile's
+    // samples, a route table) pin no label set. Not a WeakRef: once created or dereferenced, a
+    // WeakRef keeps its target until the end of the job, so a synchronous batch of items with
+    // labels of their own would keep every item's holder and set (the cap would fill with sets
+    // nothing uses) until the event loop turns.
+    this.serial = undefined;
+    this.overflowSerial = undefined;
+    // Its holder, for a label object used over and over (see keptHolderOf).
+    this.kept = undefined;
+    // The id lib/label-sets.js names it under (-1: none): while it does, `bound` holds it.
+    this.id = -1;
+  }
+}
+
+const stateOf = new WeakMap(); // frozen labels made here -> LabelState
+
+// One frozen object per content, by canonical key, in two maps. `bound`: the objects of the sets
+// lib/label-sets.js names (its entry goes when that id goes to another set), held strongly, as the
+// label-sets cache holds them: a new set's object is bound when its holder is made, and no WeakRef
+// is made for it (one would keep it, and with it its state, to the end of the job: a synchronous
+// batch of a million new sets would keep a million). `byKey`: every other object (made for a
+// profile's groups, an integration's extra labels, a holder on the overflow set), weakly. Lookups
+// try `bound` first.
+const bound = new Map(); // canonical key -> frozen labels
 const byKey = new Map(); // canonical key -> WeakRef(frozen labels)
-// frozen labels -> serial number of its label holder bound to its own set / to the overflow set;
-// the addon hands out the holder while it lives (native.liveLabelHolder). Weak both ways: a
-// holder lives while an async context stores it, not merely while its label object does, so
-// label objects kept elsewhere (a profile's samples, a route table) pin no label set. Not a
-// WeakRef: once created or dereferenced, a WeakRef keeps its target until the end of the job, so
-// a synchronous batch of items with labels of their own would keep every item's holder and set
-// (the cap would fill with sets nothing uses) until the event loop turns.
-const holders = new WeakMap();
-const overflowHolders = new WeakMap();
 const objectPrototypes = new WeakSet(); // other realms' Object.prototype objects seen
-const pairsOf = new WeakMap(); // frozen labels -> [keys, values]
 const frozenUserLabels = new WeakMap(); // a user's frozen label object -> its interned equal
 const forget = new FinalizationRegistry((key) => {
   const ref = byKey.get(key);
@@ -286,20 +312,53 @@ function canonicalKey(keys, values) {
 // The one frozen object for these (valid) pairs; `keys` are unique. Pairs are put in JS sort
 // order first when they are not (the addon's sets already are: it sorts keys the same way). The
 // overflow set's object (from a profile) is not a valid user label object: passing it back to the
-// API is rejected like any reserved key.
-function internPairs(keys, values) {
+// API is rejected like any reserved key. `weak`: a new object is entered into `byKey` (weakly);
+// false when the caller binds it to a set at once (it then enters `bound`, or `byKey` when its set
+// overflowed).
+function internPairs(keys, values, weak = true) {
   if (!isSorted(keys)) [keys, values] = sortPairs(keys, values);
   const key = canonicalKey(keys, values);
-  const existing = byKey.get(key)?.deref();
+  const existing = labelsOfKey(key);
   if (existing !== undefined) return existing;
   const labels = {};
   for (let i = 0; i < keys.length; i++) labels[keys[i]] = values[i];
   Object.freeze(labels);
-  if (!keys.some(isReservedKey)) interned.add(labels);
-  pairsOf.set(labels, [keys, values]);
+  stateOf.set(labels, new LabelState(key, !keys.some(isReservedKey)));
+  if (weak) keepWeakly(labels, key);
+  return labels;
+}
+
+// The pairs of a frozen label object made here, sorted by key as canonicalKey takes them (the
+// default sort: UTF-16 code units; the object's own key order puts integer-like keys first).
+function pairsOf(labels) {
+  const keys = Object.keys(labels).sort();
+  return [keys, keys.map((k) => labels[k])];
+}
+
+// The frozen object of canonical key `key`, if there is one.
+function labelsOfKey(key) {
+  return bound.get(key) ?? byKey.get(key)?.deref();
+}
+
+function keepWeakly(labels, key) {
   byKey.set(key, new WeakRef(labels));
   forget.register(labels, key);
-  return labels;
+}
+
+// lib/label-sets.js names `labels` (its set's key, from the addon): it is the object of that set,
+// held in `bound`. The object lib/label-sets.js named under that id before, if another, is not
+// any more (its set was pruned): it leaves `bound` unless it names another set now.
+function bindLabels(labels, state, id, generation) {
+  const evicted = rememberSet(id, generation, labels);
+  if (evicted !== undefined && evicted !== labels) {
+    const old = stateOf.get(evicted);
+    if (old !== undefined && old.id === id) {
+      old.id = -1;
+      if (bound.get(old.key) === evicted) bound.delete(old.key);
+    }
+  }
+  state.id = id;
+  bound.set(state.key, labels);
 }
 
 function isSorted(keys) {
@@ -312,15 +371,16 @@ function sortPairs(keys, values) {
   return [order.map((i) => keys[i]), order.map((i) => values[i])];
 }
 
-// Validates user labels and returns the interned frozen object equal to them.
-function intern(labels, where) {
-  if (interned.has(labels)) return labels;
+// Validates user labels and returns the interned frozen object equal to them. `weak`: as for
+// internPairs.
+function intern(labels, where, weak = true) {
+  if (stateOf.get(labels)?.user) return labels;
   // A frozen plain object cannot change after it was validated once: a middleware that keeps one
   // `Object.freeze({ route })` per route pays a WeakMap lookup per request, not a validation.
   const known = frozenUserLabels.get(labels);
   if (known !== undefined) return known;
   const [keys, values] = validate(labels, where);
-  const result = internPairs(keys, values);
+  const result = internPairs(keys, values, weak);
   if (Object.isFrozen(labels)) frozenUserLabels.set(labels, result);
   return result;
 }
@@ -329,7 +389,7 @@ function intern(labels, where) {
 // how an integration adds its route label to the extra labels of a request without building and
 // validating a new object. `key` must not be in `labels` yet.
 function internWith(labels, key, value, where) {
-  const [keys, values] = pairsOf.get(labels);
+  const [keys, values] = pairsOf(labels);
   if (keys.length >= MAX_LABELS) {
     throw labelError(
       'tooManyLabels',
@@ -343,10 +403,15 @@ function internWith(labels, key, value, where) {
   return internPairs([...keys, key], [...values, value]);
 }
 
-// The label holder of an interned label object (created on first use).
-function holderOf(labels) {
-  const serial = holders.get(labels);
-  return (serial !== undefined && native.liveLabelHolder(serial)) || holderOnOverflow(labels);
+// The label holder of user labels `labels` (validated and interned first): what
+// withHeapProfileLabels and setHeapProfileLabels store.
+function labelHolder(labels, where) {
+  const state = stateOf.get(labels);
+  if (state?.user) return keptHolderOf(labels, state);
+  // Not one of ours: interned without a weak entry, since its holder is made below (or it is
+  // known already).
+  const interned = intern(labels, where, false);
+  return keptHolderOf(interned, stateOf.get(interned));
 }
 
 // Holders of label objects used over and over (a frozen per-route object, a route labeler's
@@ -356,15 +421,13 @@ function holderOf(labels) {
 // alive, and the set its cache entry, for good. So a holder no async context uses still dies at the
 // next GC, and its set is pruned as before; a dereferenced one lives to the end of the current job
 // at most. Labels used once (a batch of distinct sets) are not dereferenced at all.
-const keptHolders = new WeakMap();
-
-function keptHolderOf(labels) {
-  const kept = keptHolders.get(labels)?.deref();
+function keptHolderOf(labels, state = stateOf.get(labels)) {
+  const kept = state.kept?.deref();
   if (kept !== undefined) return kept;
-  const serial = holders.get(labels);
-  const live = serial === undefined ? undefined : native.liveLabelHolder(serial);
-  if (!live) return holderOnOverflow(labels); // undefined (or null from the addon): not alive
-  keptHolders.set(labels, new WeakRef(live));
+  if (state.serial === undefined) return holderOnOverflow(labels, state);
+  const live = native.liveLabelHolder(state.serial);
+  if (!live) return holderOnOverflow(labels, state); // undefined (or null from the addon): not alive
+  state.kept = new WeakRef(live);
   return live;
 }
 
@@ -372,28 +435,36 @@ function keptHolderOf(labels) {
 // Each use of the latter asks the addon to bind it to its own set if there is room now (the addon
 // also does so for all such holders when a session starts, a profile is read or stats are taken),
 // so a label object that lives long (a frozen per-route object, a busy route) recovers its real
-// labels. Either way, once bound, the addon names the holder's set (its key, into setKey[0..2]):
-// reads then find these labels by key. setKey[2] is the holder's serial number.
+// labels. The addon writes the holder's binding into setKey: [id, generation] of its own set
+// (id -1: no labels, NO_SET_OF_ITS_OWN: the overflow set) and its serial number; reads then find
+// these labels by the set's key.
 const setKey = new Float64Array(3);
+const NO_SET_OF_ITS_OWN = -2;
 
-function holderOnOverflow(labels) {
-  const serial = overflowHolders.get(labels);
-  let holder = serial === undefined ? undefined : native.liveLabelHolder(serial);
+function holderOnOverflow(labels, state) {
+  let holder = state.overflowSerial === undefined ? undefined : native.liveLabelHolder(state.overflowSerial);
   if (holder === undefined) {
-    const [keys, values] = pairsOf.get(labels);
-    holder = native.createLabelHolder(keys, values);
-    Object.defineProperty(holder, 'labels', { value: labels });
-    Object.freeze(holder);
-  }
-  if (native.bindLabelHolder(holder, setKey)) {
-    if (setKey[0] >= 0) rememberSet(setKey[0], setKey[1], labels);
-    overflowHolders.delete(labels);
-    holders.set(labels, setKey[2]);
+    // An object whose set was pruned while it was kept (by the user, or a profile) may have been
+    // replaced as the object of its content by an equal one since: contexts entered with either
+    // get the one profiles name.
+    const canonical = labelsOfKey(state.key);
+    if (canonical !== undefined && canonical !== labels) return keptHolderOf(canonical);
+    // One addon call makes the holder (frozen, `labels` its read-only property) and binds it.
+    holder = native.createLabelHolder(state.key, labels, setKey);
   } else {
+    native.bindLabelHolder(holder, setKey);
+  }
+  const id = setKey[0];
+  if (id >= 0) bindLabels(labels, state, id, setKey[1]);
+  else if (labelsOfKey(state.key) === undefined) keepWeakly(labels, state.key); // {}, or overflowed
+  if (id === NO_SET_OF_ITS_OWN) {
     // A holder of these labels bound to their own set was collected: the labels are on the
     // overflow set now, and no holder of theirs is settled.
-    holders.delete(labels);
-    overflowHolders.set(labels, setKey[2]);
+    state.serial = undefined;
+    state.overflowSerial = setKey[2];
+  } else {
+    state.overflowSerial = undefined;
+    state.serial = setKey[2];
   }
   return holder;
 }
@@ -403,7 +474,7 @@ function holderOnOverflow(labels) {
 // (Its frozen object is validated once, then found in frozenUserLabels.)
 function labelsOfHolder(holder) {
   const labels = holder.labels;
-  return interned.has(labels) ? labels : intern(labels, 'getHeapProfileLabels');
+  return stateOf.get(labels)?.user ? labels : intern(labels, 'getHeapProfileLabels');
 }
 
 // The labels of the sets with keys `ids[i]`/`generations[i]` (i < count), as an array indexed by
@@ -425,8 +496,8 @@ function labelsOfSets(ids, generations, count, fetchPairs) {
   }
   if (missing !== undefined) {
     for (const set of fetchPairs(Uint32Array.from(missing))) {
-      const labels = internPairs(set.keys, set.values);
-      rememberSet(set.id, set.generation, labels);
+      const labels = internPairs(set.keys, set.values, false);
+      bindLabels(labels, stateOf.get(labels), set.id, set.generation);
       byId[set.id] = labels;
     }
   }
@@ -443,8 +514,8 @@ module.exports = {
   intern,
   internPairs,
   internWith,
-  holderOf,
   keptHolderOf,
+  labelHolder,
   labelsOfHolder,
   labelsOfSets,
 };

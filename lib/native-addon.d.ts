@@ -45,11 +45,10 @@ export declare class NativeProfile {
 export declare function armNearHeapLimit(session: number, options: NativeNearHeapLimitOptions): void
 
 /**
- * Whether the holder is bound to its own label set or to no labels (its set's key then in
- * `setKey[0..2]`), after binding it to its set if it was bound to the overflow set and the
- * registry has room now; `setKey[2]` is the holder's serial number either way (see
- * `liveLabelHolder`). lib/ calls it for every new holder, and so learns the key of every set it
- * makes a holder for.
+ * Whether the holder is bound to its own label set or to no labels, after binding it to its set
+ * if it was bound to the overflow set and the registry has room now; its binding and serial number
+ * (see `liveLabelHolder`) go into `setKey`: `[id, generation, serial]`, id -1 for no labels, -2
+ * for the overflow set.
  */
 export declare function bindLabelHolder(holder: object, setKey: Float64Array): boolean
 
@@ -65,11 +64,14 @@ export declare function bindRequestHolder(request: object, route: object): boole
 export declare function collectGarbage(): void
 
 /**
- * Interns the pairs and returns a new label holder bound to their set (to the overflow set when
- * the registry is full; see `bindLabelHolder`; the empty set binds to no labels). lib/ gives it
- * its `labels` property.
+ * A new label holder of the frozen label object `labels`, whose pairs `pairs` are in lib/'s
+ * canonical key (`labels::parse_pairs`): interns them and binds the holder to their set (to the
+ * overflow set when the registry is full; see `bindLabelHolder`; the empty set binds to no
+ * labels), makes `labels` its read-only property, freezes it, and writes its binding and serial
+ * number into `setKey` as `bindLabelHolder` does. One call per new label set: the pairs cross as
+ * one string.
  */
-export declare function createLabelHolder(keys: Array<string>, values: Array<string>): object
+export declare function createLabelHolder(pairs: string, labels: object, setKey: Float64Array): object
 
 /**
  * A request holder (late binding, docs/architecture.md): a label holder whose word is a new

@@ -50,6 +50,13 @@ pub mod ffi {
         pending: usize,
     }
 
+    /// A label holder just made: the holder (a napi_value) and its serial number.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    struct NewHolder {
+        holder: usize,
+        serial: u64,
+    }
+
     /// One node of `v8::AllocationProfile`, flattened in pre-order.
     #[derive(Debug, Clone)]
     struct RawNode {
@@ -285,15 +292,18 @@ pub mod ffi {
 
         /// Makes a label holder: an object whose field 0 is the aligned pointer `binding.word`
         /// (released by a weak callback when the holder dies). The holder owns `binding` from now
-        /// on, also on failure. Returns the holder as a napi_value.
+        /// on, also on failure. `labels` (a napi_value; 0 for a request holder, whose labels lib/
+        /// writes) becomes its read-only `labels` property and the holder is frozen. Returns the
+        /// holder as a napi_value and its serial number.
         ///
         /// # Safety
         /// Must run inside a napi callback on the isolate's thread; `binding` came from
-        /// `labels::bind_new_holder`.
+        /// `labels::bind_new_holder`; `labels` is 0 or a napi_value of that callback.
         unsafe fn create_label_holder(
             self: Pin<&mut IsolateState>,
             binding: HolderBinding,
-        ) -> Result<usize>;
+            labels: usize,
+        ) -> Result<NewHolder>;
 
         /// What `holder` (a napi_value) owns, not transferred. Fails when `holder` is not a live
         /// holder of this isolate.

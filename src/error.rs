@@ -13,9 +13,9 @@ pub enum Error {
     /// A label set broke the documented limits.
     #[error("heap-labels: {0}")]
     Label(#[from] LabelError),
-    /// Keys and values arrived in arrays of different lengths.
-    #[error("heap-labels: label keys and values differ in length ({keys} keys, {values} values)")]
-    LabelArity { keys: usize, values: usize },
+    /// Label pairs arrived in a string that is not a canonical key of lib/labels.js.
+    #[error("heap-labels: malformed label pairs at UTF-16 offset {at}")]
+    MalformedPairs { at: usize },
     /// An option of `startHeapProfile` is out of range.
     #[error("heap-labels: option {name} {reason}")]
     InvalidOption { name: &'static str, reason: String },
@@ -76,7 +76,7 @@ impl Error {
                 ErrorClass::RangeError => JsErrorClass::RangeError,
             },
             Error::InvalidOption { .. } => JsErrorClass::RangeError,
-            Error::LabelArity { .. } => JsErrorClass::TypeError,
+            Error::MalformedPairs { .. } => JsErrorClass::TypeError,
             Error::ProfilerBusy
             | Error::Unsupported(_)
             | Error::SnapshotBusy { .. }

@@ -34,32 +34,100 @@ impl SetKey {
     }
 }
 
-/// The key of the set a holder's `binding` is bound to, `None` when that is no set of its own (no
-/// labels, or the overflow set while its pairs are pending).
-pub fn key_of(binding: &HolderBinding) -> Option<SetKey> {
-    if binding.word == 0 || binding.pending != 0 || RequestCell::is_cell_word(binding.word) {
-        return None;
+/// What a holder's binding is bound to, as lib/ is told (`setKey`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound {
+    /// A set of its own.
+    Set(SetKey),
+    /// No labels (the empty set), or a request cell (which names no set).
+    NoLabels,
+    /// The overflow set, its pairs pending.
+    Overflow,
+}
+
+/// What `binding` is bound to.
+pub fn bound_to(binding: &HolderBinding) -> Bound {
+    if binding.pending != 0 {
+        return Bound::Overflow;
+    }
+    if binding.word == 0 || RequestCell::is_cell_word(binding.word) {
+        return Bound::NoLabels;
     }
     // SAFETY: a non-zero binding word owns a reference (held by the caller's holder, or by the
     // binding itself before the holder takes it) for the duration of this call.
-    Some(SetKey::of(unsafe { LabelSet::word_as_ref(binding.word) }))
+    Bound::Set(SetKey::of(unsafe { LabelSet::word_as_ref(binding.word) }))
 }
 
-/// Interns `keys[i] = values[i]` for a new holder. The empty set is no labels: word 0, nothing
-/// interned (so it never counts against `maxLabelSets`). Past `maxLabelSets` the holder gets the
-/// overflow set and keeps its pairs pending.
+/// The pairs of lib/labels.js's canonical key of a label set (`canonicalKey`): for each pair, the
+/// key's length, `:`, the key, the value's length, `:`, the value, lengths in UTF-16 code units
+/// (JavaScript's string length). A new set's pairs cross from lib/ as this one string, which lib/
+/// has made anyway, instead of two arrays of strings (two napi conversions per string and two per
+/// array). The pairs come out as lib/ wrote them; the registry checks and sorts them.
+pub fn parse_pairs(text: &str) -> Result<Vec<(String, String)>> {
+    let mut fields = CanonicalFields { rest: text, at: 0 };
+    // Most sets have a few pairs: no reallocation for them.
+    let mut pairs = Vec::with_capacity(4);
+    while !fields.rest.is_empty() {
+        let key = fields.next()?;
+        let value = fields.next()?;
+        pairs.push((key, value));
+    }
+    Ok(pairs)
+}
+
+/// The length-prefixed fields of a canonical key, one after the other.
+struct CanonicalFields<'a> {
+    rest: &'a str,
+    /// The UTF-16 offset of `rest` in the whole string, for errors.
+    at: usize,
+}
+
+impl CanonicalFields<'_> {
+    fn next(&mut self) -> Result<String> {
+        let malformed = Error::MalformedPairs { at: self.at };
+        let Some(colon) = self.rest.find(':') else {
+            return Err(malformed);
+        };
+        let digits = &self.rest[..colon];
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(malformed);
+        }
+        let Ok(units) = digits.parse::<usize>() else {
+            return Err(malformed);
+        };
+        let body = &self.rest[colon + 1..];
+        // ASCII (the usual label) is one byte per UTF-16 unit; otherwise count by character.
+        let end = match body.get(..units) {
+            Some(ascii) if ascii.is_ascii() => units,
+            _ => {
+                let (mut seen, mut end) = (0, 0);
+                for c in body.chars() {
+                    if seen >= units {
+                        break;
+                    }
+                    seen += c.len_utf16();
+                    end += c.len_utf8();
+                }
+                if seen != units {
+                    return Err(malformed);
+                }
+                end
+            }
+        };
+        self.at += colon + 1 + units;
+        self.rest = &body[end..];
+        Ok(body[..end].to_owned())
+    }
+}
+
+/// Interns `pairs` for a new holder. The empty set is no labels: word 0, nothing interned (so it
+/// never counts against `maxLabelSets`). Past `maxLabelSets` the holder gets the overflow set and
+/// keeps its pairs pending.
 pub fn bind_new_holder(
     registry: &LabelRegistry,
-    keys: Vec<String>,
-    values: Vec<String>,
+    pairs: Vec<(String, String)>,
 ) -> Result<HolderBinding> {
-    if keys.len() != values.len() {
-        return Err(Error::LabelArity {
-            keys: keys.len(),
-            values: values.len(),
-        });
-    }
-    if keys.is_empty() {
+    if pairs.is_empty() {
         return Ok(HolderBinding {
             word: 0,
             pending: 0,
@@ -68,18 +136,16 @@ pub fn bind_new_holder(
     // Sets that lost their last holder go away here, on the isolate thread (never in V8 callbacks);
     // amortized, so that interning stays O(1).
     registry.prune_if_due();
-    Ok(
-        match registry.try_intern(keys.into_iter().zip(values).collect())? {
-            Interned::Set(set) => HolderBinding {
-                word: LabelSet::into_word(set),
-                pending: 0,
-            },
-            Interned::Full(pending) => HolderBinding {
-                word: LabelSet::into_word(registry.overflow()),
-                pending: Box::into_raw(Box::new(pending)) as usize,
-            },
+    Ok(match registry.try_intern(pairs)? {
+        Interned::Set(set) => HolderBinding {
+            word: LabelSet::into_word(set),
+            pending: 0,
         },
-    )
+        Interned::Full(pending) => HolderBinding {
+            word: LabelSet::into_word(registry.overflow()),
+            pending: Box::into_raw(Box::new(pending)) as usize,
+        },
+    })
 }
 
 /// Prunes when the registry is full and label holders were collected since the last such prune:
@@ -218,7 +284,7 @@ mod tests {
     use std::sync::Arc;
 
     fn bind(registry: &LabelRegistry, route: &str) -> HolderBinding {
-        bind_new_holder(registry, vec!["route".into()], vec![route.into()]).unwrap()
+        bind_new_holder(registry, vec![("route".into(), route.into())]).unwrap()
     }
 
     #[test]
@@ -237,7 +303,7 @@ mod tests {
     #[test]
     fn the_empty_set_is_no_labels_and_interns_nothing() {
         let registry = LabelRegistry::new(1);
-        let binding = bind_new_holder(&registry, vec![], vec![]).unwrap();
+        let binding = bind_new_holder(&registry, vec![]).unwrap();
         assert_eq!(
             binding,
             HolderBinding {
@@ -274,34 +340,67 @@ mod tests {
     }
 
     #[test]
-    fn a_holder_is_keyed_by_its_own_set_only() {
+    fn a_holder_names_its_own_set_only() {
         let registry = LabelRegistry::new(1);
         let a = bind(&registry, "/a");
         let set = registry.live_sets().pop().unwrap();
         assert_eq!(
-            key_of(&a),
-            Some(SetKey {
+            bound_to(&a),
+            Bound::Set(SetKey {
                 id: set.id(),
                 generation: 1
             })
         );
         let overflowed = bind(&registry, "/b");
         assert_eq!(
-            key_of(&overflowed),
-            None,
+            bound_to(&overflowed),
+            Bound::Overflow,
             "the overflow set, its pairs pending"
         );
-        let none = bind_new_holder(&registry, vec![], vec![]).unwrap();
-        assert_eq!(key_of(&none), None, "no labels");
+        let none = bind_new_holder(&registry, vec![]).unwrap();
+        assert_eq!(bound_to(&none), Bound::NoLabels, "no labels");
         release_word(a.word);
         release_word(overflowed.word);
         drop_pending(overflowed.pending);
     }
 
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
     #[test]
-    fn mismatched_arrays_are_rejected() {
-        let registry = LabelRegistry::new(10);
-        let err = bind_new_holder(&registry, vec!["a".into()], vec![]).unwrap_err();
-        assert!(matches!(err, Error::LabelArity { keys: 1, values: 0 }));
+    fn canonical_keys_give_back_their_pairs() {
+        // As lib/labels.js's canonicalKey writes them: lengths in UTF-16 units, so an astral
+        // character counts 2 and a BMP one 1, whatever its UTF-8 length; colons and digits in
+        // the text are text.
+        assert_eq!(parse_pairs("").unwrap(), pairs(&[]));
+        assert_eq!(
+            parse_pairs("5:route3:/:x").unwrap(),
+            pairs(&[("route", "/:x")])
+        );
+        assert_eq!(
+            parse_pairs("1:a0:2:\u{1F600}4:\u{20AC}1:2").unwrap(),
+            pairs(&[("a", ""), ("\u{1F600}", "\u{20AC}1:2")])
+        );
+    }
+
+    #[test]
+    fn malformed_pairs_are_rejected() {
+        for text in [
+            "5:route",                      // a key without a value
+            "5:rout",                       // shorter than its length
+            "x:a1:b",                       // no length
+            ":a1:b",                        // an empty length
+            "1:a1",                         // no colon
+            "1:\u{1F600}1:b",               // a length that splits a character
+            "99999999999999999999999:a1:b", // a length that overflows
+        ] {
+            assert!(
+                matches!(parse_pairs(text), Err(Error::MalformedPairs { .. })),
+                "{text:?}"
+            );
+        }
     }
 }

@@ -34,7 +34,7 @@ mod session;
 mod state;
 mod v8_callbacks;
 
-use napi::bindgen_prelude::{Either, Float64Array, Object, Undefined, Unknown};
+use napi::bindgen_prelude::{Either, Float64ArraySlice, Object, Undefined, Unknown};
 use napi::{Env, JsValue};
 use napi_derive::napi;
 
@@ -131,11 +131,11 @@ pub fn label_rules() -> NativeLabelRules {
     }
 }
 
-/// Writes the key of a holder's set into lib/'s `setKey` array: `[id, generation]`, or `[-1, 0]`
-/// when the holder has no set of its own (no labels, or the overflow set).
+/// Writes a holder's binding into lib/'s `setKey` array: `[id, generation]` of its own set,
+/// `[-1, 0]` for no labels, `[-2, 0]` for the overflow set (its pairs pending); then its serial.
 fn write_set_key(
-    set_key: &mut Float64Array,
-    key: Option<labels::SetKey>,
+    set_key: &mut Float64ArraySlice<'_>,
+    bound: labels::Bound,
     serial: u64,
 ) -> error::Result<()> {
     // SAFETY: no JS runs until the napi call that passed `set_key` returns, and lib/ makes it on a
@@ -144,7 +144,11 @@ fn write_set_key(
     let [id, generation, holder_serial, ..] = out else {
         return Err(Error::Native("setKey must have three elements".into()));
     };
-    (*id, *generation) = key.map_or((-1.0, 0.0), |k| (f64::from(k.id), k.generation as f64));
+    (*id, *generation) = match bound {
+        labels::Bound::Set(k) => (f64::from(k.id), k.generation as f64),
+        labels::Bound::NoLabels => (-1.0, 0.0),
+        labels::Bound::Overflow => (-2.0, 0.0),
+    };
     *holder_serial = serial as f64;
     Ok(())
 }
@@ -165,48 +169,63 @@ pub fn session_limits() -> NativeSessionLimits {
     }
 }
 
-/// Interns the pairs and returns a new label holder bound to their set (to the overflow set when
-/// the registry is full; see `bindLabelHolder`; the empty set binds to no labels). lib/ gives it
-/// its `labels` property.
+/// A new label holder of the frozen label object `labels`, whose pairs `pairs` are in lib/'s
+/// canonical key (`labels::parse_pairs`): interns them and binds the holder to their set (to the
+/// overflow set when the registry is full; see `bindLabelHolder`; the empty set binds to no
+/// labels), makes `labels` its read-only property, freezes it, and writes its binding and serial
+/// number into `setKey` as `bindLabelHolder` does. One call per new label set: the pairs cross as
+/// one string.
 #[napi]
 pub fn create_label_holder<'env>(
     env: &'env Env,
-    keys: Vec<String>,
-    values: Vec<String>,
+    pairs: String,
+    labels: Object<'env>,
+    mut set_key: Float64ArraySlice<'_>,
 ) -> napi::Result<Object<'env>> {
-    let run = || -> error::Result<Object<'env>> {
+    let mut run = || -> error::Result<Object<'env>> {
         let state = isolate_state(env)?;
         labels::make_room(state);
-        let binding = labels::bind_new_holder(&state.registry, keys, values)?;
+        let binding = labels::bind_new_holder(&state.registry, labels::parse_pairs(&pairs)?)?;
+        // Read before the holder takes the binding; its word stays alive with the holder, a
+        // napi_value of this call.
+        let bound = labels::bound_to(&binding);
         // SAFETY: inside this napi callback on the isolate thread; the binding was just made by
-        // `bind_new_holder` (the holder takes it over, also on failure).
-        let holder = unsafe { state.v8_mut().create_label_holder(binding)? };
-        Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
+        // `bind_new_holder` (the holder takes it over, also on failure); `labels` is one of this
+        // callback's values.
+        let made = unsafe {
+            state
+                .v8_mut()
+                .create_label_holder(binding, labels.raw() as usize)?
+        };
+        write_set_key(&mut set_key, bound, made.serial)?;
+        Ok(Object::from_raw(
+            env.raw(),
+            made.holder as napi::sys::napi_value,
+        ))
     };
     run().map_err(|e| e.throw(env))
 }
 
-/// Whether the holder is bound to its own label set or to no labels (its set's key then in
-/// `setKey[0..2]`), after binding it to its set if it was bound to the overflow set and the
-/// registry has room now; `setKey[2]` is the holder's serial number either way (see
-/// `liveLabelHolder`). lib/ calls it for every new holder, and so learns the key of every set it
-/// makes a holder for.
+/// Whether the holder is bound to its own label set or to no labels, after binding it to its set
+/// if it was bound to the overflow set and the registry has room now; its binding and serial number
+/// (see `liveLabelHolder`) go into `setKey`: `[id, generation, serial]`, id -1 for no labels, -2
+/// for the overflow set.
 #[napi]
 pub fn bind_label_holder(
     env: Env,
     holder: Object<'_>,
-    mut set_key: Float64Array,
+    mut set_key: Float64ArraySlice<'_>,
 ) -> napi::Result<bool> {
     let mut run = || -> error::Result<bool> {
         let state = isolate_state(&env)?;
         // SAFETY: inside this napi callback on the isolate thread; `holder` is one of its values.
         let serial = unsafe { state.v8.label_holder_serial(holder.raw() as usize)? };
         let Some(binding) = labels::bind_holder(state, holder.raw() as usize)? else {
-            write_set_key(&mut set_key, None, serial)?;
+            write_set_key(&mut set_key, labels::Bound::Overflow, serial)?;
             return Ok(false);
         };
         // `holder`, a napi_value of this call, keeps the binding's word alive.
-        write_set_key(&mut set_key, labels::key_of(&binding), serial)?;
+        write_set_key(&mut set_key, labels::bound_to(&binding), serial)?;
         Ok(true)
     };
     run().map_err(|e| e.throw(&env))
@@ -226,8 +245,11 @@ pub fn create_request_holder<'env>(
         let binding = labels::new_request_binding(state, bucket.raw() as usize)?;
         // SAFETY: inside this napi callback on the isolate thread; the holder takes the binding
         // over, also on failure.
-        let holder = unsafe { state.v8_mut().create_label_holder(binding)? };
-        Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
+        let made = unsafe { state.v8_mut().create_label_holder(binding, 0)? };
+        Ok(Object::from_raw(
+            env.raw(),
+            made.holder as napi::sys::napi_value,
+        ))
     };
     run().map_err(|e| e.throw(env))
 }

@@ -157,10 +157,13 @@ fn encode_times(at: SystemTime, started: Instant) -> EncodeOptions {
 }
 
 /// The state of the isolate `env` belongs to, created on first use.
+/// Every napi call of the addon starts here: one instance-data lookup (about 250 instructions,
+/// napi-rs checks the pointer's type in a registry) when the state exists.
 pub fn isolate_state(env: &Env) -> Result<&'static mut IsolateAddon> {
-    if env.get_instance_data::<IsolateAddon>()?.is_none() {
-        env.set_instance_data(IsolateAddon::new(), (), |_| {})?;
+    if let Some(state) = env.get_instance_data::<IsolateAddon>()? {
+        return Ok(state);
     }
+    env.set_instance_data(IsolateAddon::new(), (), |_| {})?;
     env.get_instance_data::<IsolateAddon>()?
         .ok_or_else(|| Error::Native("per-isolate state is missing".into()))
 }

@@ -91,8 +91,8 @@ test('fn must be a function', () => {
 
 test('label rules: lib/ throws what the core throws for the same labels (core\'s wording and class)', () => {
   // lib/labels.js checks the rules up front (a fresh label object costs no native call); the core
-  // (core/src/labels/validation.rs, core/src/error.rs) owns them. createLabelHolder hands pairs to
-  // the core's checks directly.
+  // (core/src/labels/validation.rs, core/src/error.rs) owns them. createLabelHolder hands pairs (as
+  // lib/'s canonical key: length-prefixed, in the order given) to the core's checks directly.
   const { native } = require('../lib/native');
   const many = Array.from({ length: 33 }, (_, i) => [`k${i}`, 'v']);
   const cases = [
@@ -117,7 +117,8 @@ test('label rules: lib/ throws what the core throws for the same labels (core\'s
   for (const pairs of cases) {
     let core;
     try {
-      native.createLabelHolder(pairs.map((p) => p[0]), pairs.map((p) => p[1]));
+      const canonical = pairs.map(([k, v]) => `${k.length}:${k}${v.length}:${v}`).join('');
+      native.createLabelHolder(canonical, {}, new Float64Array(3));
     } catch (err) {
       core = err;
     }

@@ -3,6 +3,12 @@
 //! - `intern/hit`: interning a set that exists (what every `withHeapLabels` call with known labels
 //!   pays); the caller's `Vec<(String, String)>` is built outside the timed region.
 //! - `intern/miss`: interning new sets into a fresh registry.
+//! - `intern/miss_at_cap_churn`: the core's part of a first use of a new set in a process that
+//!   makes new sets for good (issue 28 item 2: a million distinct sets): a registry at its cap
+//!   (10k, the default) whose sets are let go right after use, pruned when full as src/labels.rs
+//!   `make_room` does after a GC; per new set, the intern, its share of the prunes and the drop.
+//! - `intern/overflow_when_full`: `try_intern` of a new set into a full registry of held sets
+//!   (the overflow path: validated pairs come back pending).
 //! - `intern/concurrent_hit_4_threads/*`: 4 threads interning at once (one hot set, or 64 sets).
 //! - `prune/*`: a full prune walk over 10k live sets vs `prune_if_due` when not due.
 //! - `word/retain_release`: what V8's `SampleObject` capture plus the sample's release cost.
@@ -48,6 +54,39 @@ fn intern(c: &mut Criterion) {
             }
             start.elapsed()
         })
+    });
+
+    g.bench_function("miss_at_cap_churn", |b| {
+        b.iter_custom(|iters| {
+            let reg = LabelRegistry::new(10_000);
+            let inputs: Vec<_> = (0..iters as usize).map(|i| pairs("/churn", i)).collect();
+            let start = Instant::now();
+            for p in inputs {
+                if reg.len() >= reg.max_sets() {
+                    reg.prune();
+                }
+                reg.prune_if_due();
+                // Dropped at once: its holder died.
+                black_box(reg.intern(p).unwrap());
+            }
+            start.elapsed()
+        })
+    });
+
+    let full = LabelRegistry::new(1_000);
+    let _held: Vec<_> = (0..1_000)
+        .map(|i| full.intern(pairs("/held", i)).unwrap())
+        .collect();
+    let mut next = 0usize;
+    g.bench_function("overflow_when_full", |b| {
+        b.iter_batched(
+            || {
+                next += 1;
+                pairs("/overflow", next)
+            },
+            |p| full.try_intern(p).unwrap(),
+            BatchSize::SmallInput,
+        )
     });
 
     for (name, distinct) in [("one_set", 1usize), ("64_sets", 64)] {

@@ -21,6 +21,7 @@
 namespace heap_labels {
 
 struct HolderBinding;    // shared struct, defined by the cxx bridge
+struct NewHolder;        // shared struct, defined by the cxx bridge
 struct RawProfile;       // shared struct, defined by the cxx bridge
 struct RawRetainers;     // shared struct, defined by the cxx bridge
 struct RawSnapshotFile;  // shared struct, defined by the cxx bridge
@@ -46,7 +47,7 @@ class IsolateState : public HeapLimitDumpSource {
   bool reports_allocations() const {
     return reports_dead_samples_ || keeps_dead_samples_;
   }
-  std::size_t create_label_holder(HolderBinding binding);
+  NewHolder create_label_holder(HolderBinding binding, std::size_t labels);
   HolderBinding holder_binding(std::size_t holder) const;
   void rebind_label_holder(std::size_t holder, std::size_t word);
   rust::Vec<std::size_t> overflowed_holders() const;

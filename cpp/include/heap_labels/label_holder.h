@@ -6,8 +6,11 @@
 //            strong reference, released by a weak callback when the holder is
 //            collected.
 //   field 1: aligned pointer to the holder's Record (below).
-// lib/ gives it its frozen labels object as the read-only property `labels`
-// (a property read is what getHeapProfileLabels() needs; no native call).
+// Its frozen labels object is its read-only property `labels` (a property read
+// is what getHeapProfileLabels() needs; no native call): every holder has the
+// property from the template (writable, not enumerable), a label holder gets
+// its labels at creation and is frozen, a request holder's labels are written
+// by lib/ as routing decides them.
 // On the patched runtime, V8's allocation-free CPED lookup finds the holder
 // under the labels key and reads field 0 (see docs/architecture.md).
 //
@@ -54,8 +57,12 @@ class LabelHolders {
   // Creates a holder in the current context bound to `word` (0: no labels).
   // Takes ownership of the strong reference `word` stands for and of
   // `pending` (a PendingLabels box, 0 when `word` is the holder's own set),
-  // also on failure (empty result).
-  v8::MaybeLocal<v8::Object> Create(std::size_t word, std::size_t pending);
+  // also on failure (empty result). A non-empty `labels` becomes its `labels`
+  // and the holder is frozen; with an empty one (a request holder) `labels`
+  // stays undefined and writable. `*serial` receives its serial number.
+  v8::MaybeLocal<v8::Object> Create(std::size_t word, std::size_t pending,
+                                    v8::Local<v8::Value> labels,
+                                    std::uint64_t* serial);
 
   // The word and the pending labels of `holder` (not transferred; pending is
   // 0 when it is bound to its own set). False when `holder` is not a live
@@ -98,6 +105,7 @@ class LabelHolders {
 
   v8::Isolate* const isolate_;
   v8::Global<v8::ObjectTemplate> template_;
+  v8::Global<v8::String> labels_name_;
   // Owned; removed by the weak callback or freed by the destructor.
   std::unordered_set<Record*> records_;
   // The records with pending labels (a subset of records_).
