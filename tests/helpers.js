@@ -22,6 +22,10 @@ function lastJson(stdout) {
   }
 }
 
+// A child's stdout kept by the synchronous runners: spawnSync's default (1 MiB) fails with ENOBUFS
+// on a profile printed as JSON.
+const OUTPUT_LIMIT = 256 * 1024 * 1024;
+
 // Runs `node [...nodeArgs] <fixture> [...args]` with the runtime running the tests and returns
 // { status, signal, stdout, stderr, json } (json: the last stdout line parsed, when it is JSON).
 function runFixture(fixture, { nodeArgs = [], args = [], env = {} } = {}) {
@@ -29,6 +33,7 @@ function runFixture(fixture, { nodeArgs = [], args = [], env = {} } = {}) {
     encoding: 'utf8',
     env: { ...process.env, ...env },
     timeout: 120_000,
+    maxBuffer: OUTPUT_LIMIT,
   });
   return { status: result.status, signal: result.signal, stdout: result.stdout, stderr: result.stderr, json: lastJson(result.stdout) };
 }
@@ -100,7 +105,7 @@ async function spawnApp(args, { env = process.env, ready } = {}) {
 
 // Runs bin/heap-labels.js <args> with this runtime: spawnSync's result (utf8).
 function cli(...args) {
-  const r = spawnSync(process.execPath, [path.join(root, 'bin', 'heap-labels.js'), ...args], { encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [path.join(root, 'bin', 'heap-labels.js'), ...args], { encoding: 'utf8', timeout: 60_000, maxBuffer: OUTPUT_LIMIT });
   if (r.error) throw r.error;
   return r;
 }

@@ -17,7 +17,9 @@ const python = path.join(venv, 'bin', 'python');
 const script = path.join(__dirname, 'fixtures', 'otlp_decode.py');
 
 function run(cmd, args) {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 600_000 });
+  // A decoded window of the labeled runtime runs to several MiB of JSON (spawnSync's default
+  // maxBuffer is 1 MiB and fails with ENOBUFS past it).
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 600_000, maxBuffer: 256 * 1024 * 1024 });
   if (r.status !== 0) {
     throw new Error(`${cmd} ${args.join(' ')} failed (${r.error?.message ?? `status ${r.status}`}): ${r.stderr}`);
   }
