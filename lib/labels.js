@@ -64,8 +64,12 @@ class LabelState {
     // nothing uses) until the event loop turns.
     this.serial = undefined;
     this.overflowSerial = undefined;
-    // Its holder, for a label object used over and over (see keptHolderOf).
+    // Its holder, for a label object used over and over (see keptHolderOf): weakly, or strongly
+    // (`pinned`) once its holder is bound to its own set, for the objects pinHolder() marked
+    // (`pin`).
     this.kept = undefined;
+    this.pin = false;
+    this.pinned = undefined;
     // The id lib/label-sets.js names it under (-1: none): while it does, `bound` holds it.
     this.id = -1;
   }
@@ -414,21 +418,46 @@ function labelHolder(labels, where) {
   return keptHolderOf(interned, stateOf.get(interned));
 }
 
-// Holders of label objects used over and over (a frozen per-route object, a route labeler's
-// labels), found again without an addon call (a native lookup is about 2,000 instructions, most of
-// a label call): from the second use that finds the holder alive, a WeakRef to it. Weak, because
+// Holders of label objects used over and over (a frozen per-route object, a route labeler's labels),
+// found again without an addon call (a native lookup is about 2,000 instructions, most of a label
+// call): from the second use that finds the holder alive, a WeakRef to it. Weak, because
 // lib/label-sets.js keeps the frozen objects of live sets: a strong holder there would keep its set
 // alive, and the set its cache entry, for good. So a holder no async context uses still dies at the
 // next GC, and its set is pruned as before; a dereferenced one lives to the end of the current job
 // at most. Labels used once (a batch of distinct sets) are not dereferenced at all.
+// Objects marked with pinHolder() keep their holder strongly instead, once it is bound to a set of
+// its own (not the overflow set, whose holders must keep asking for a set of their own): no
+// WeakRef deref per use, which costs a table the GC keeps the target in until the end of the job,
+// about 115 bytes of JS heap per request when a route labeler enters a route.
 function keptHolderOf(labels, state = stateOf.get(labels)) {
+  const pinned = state.pinned;
+  if (pinned !== undefined) return pinned;
   const kept = state.kept?.deref();
-  if (kept !== undefined) return kept;
+  if (kept !== undefined) {
+    if (state.pin) pinKept(state, kept);
+    return kept;
+  }
   if (state.serial === undefined) return holderOnOverflow(labels, state);
   const live = native.liveLabelHolder(state.serial);
   if (!live) return holderOnOverflow(labels, state); // undefined (or null from the addon): not alive
-  state.kept = new WeakRef(live);
+  if (state.pin) pinKept(state, live);
+  else state.kept = new WeakRef(live);
   return live;
+}
+
+// Keeps `holder`, the live holder of a pinned state's labels bound to their own set, strongly.
+function pinKept(state, holder) {
+  state.pinned = holder;
+  state.kept = undefined;
+}
+
+// Marks the interned label object `labels` as one of a bounded set used for the life of the
+// process (a route labeler's route templates and buckets, capped by its maxRoutes): its holder,
+// hence its label set, is kept strongly once it has a set of its own, so finding it costs no
+// WeakRef. Never for labels whose number the application decides (extra labels, user labels).
+function pinHolder(labels) {
+  const state = stateOf.get(labels);
+  if (state !== undefined) state.pin = true;
 }
 
 // A new holder, and one made while the registry was at maxLabelSets (bound to the overflow set).
@@ -465,6 +494,7 @@ function holderOnOverflow(labels, state) {
   } else {
     state.overflowSerial = undefined;
     state.serial = setKey[2];
+    if (state.pin) state.pinned = holder;
   }
   return holder;
 }
@@ -515,6 +545,7 @@ module.exports = {
   internPairs,
   internWith,
   keptHolderOf,
+  pinHolder,
   labelHolder,
   labelsOfHolder,
   labelsOfSets,

@@ -18,8 +18,10 @@
 //
 // The labeler finds its labels' holders through lib/labels.js keptHolderOf: entering or binding a
 // route then asks the addon for nothing while the holder lives (a native lookup per use costs about
-// 2,000 instructions). Holders are referenced weakly there, so the sets of templates no request
-// uses any more are pruned after a GC, and overflow does not stay.
+// 2,000 instructions). The holders of the labels without extra labels (the templates, at most
+// maxRoutes, and the buckets) are kept strongly (pinHolder): their sets live as long as the
+// labeler. Those with extra labels, whose number the application decides, are referenced weakly,
+// so the sets no request uses any more are pruned after a GC, and overflow does not stay.
 
 // Entering labels for a request also makes them the request's own (request-context.js): the
 // listeners of its IncomingMessage and ServerResponse run under them. And it tells the automatic
@@ -33,7 +35,7 @@ const {
   enterRequestLabels,
   bindRequestLabels,
 } = require('../context');
-const { MAX_LABELS, intern, internWith, keptHolderOf, labelError } = require('../labels');
+const { MAX_LABELS, intern, internWith, keptHolderOf, pinHolder, labelError } = require('../labels');
 const { bindRequest, ensureState } = require('./request-context');
 const { claim } = require('../instrument/servers');
 
@@ -117,6 +119,7 @@ class RouteLabeler {
     // method -> its bucket value, made once: a string built per request would be allocated, and
     // flattened again for the cache lookup, on every request.
     this.bucketValues = new Map(httpMethods().map((method) => [method, `${unmatched} ${method}`]));
+    pinHolder(this.bucket);
     this.plain = new Map([[unmatched, this.bucket]]); // label value -> labels, without extra labels
     this.withExtras = new WeakMap(); // interned extra labels -> Map(template -> labels)
     this.accepted = new Set(); // templates with their own label value (at most maxRoutes)
@@ -167,6 +170,9 @@ class RouteLabeler {
     if (!bucket && !this.admits(value)) return this.labelsFor(undefined, extras, method);
     const labels = internWith(extras === undefined ? this.none : extras, this.key, value, this.where);
     if (!bucket) this.accepted.add(value);
+    // Without extra labels, a bounded set (maxRoutes templates, one bucket per method) used for the
+    // life of the app: their holders are kept strongly (no WeakRef per request).
+    if (extras === undefined) pinHolder(labels);
     cache.set(value, labels);
     return labels;
   }
