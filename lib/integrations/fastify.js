@@ -36,6 +36,9 @@ class InstanceLabels {
   constructor(labeler, automatic) {
     this.labeler = labeler;
     this.automatic = automatic; // undefined once fastifyRouteLabels configured the instance
+    // The symbol of the instance's fastify copy for a request's route context (routeContextKey):
+    // null until its first request, undefined if that copy has none.
+    this.contextKey = null;
   }
 }
 
@@ -65,6 +68,30 @@ function fastifyRouteLabels(fastify, options, done) {
 function routeUrl(request) {
   const options = request.routeOptions;
   return options !== undefined ? options.url : request.routerPath;
+}
+
+// The symbol fastify 4 and 5 keep a request's route context under (kRouteContext, an own property
+// of every request, `Symbol('fastify.context')`, not exported): found by its description on the
+// first request of an instance (each fastify copy in a process has its own). routeOptions.url and
+// is404 both read its config.url; reading it here skips routeOptions' getter, which builds an
+// object of a dozen fields and asks the server for its constraint strategies on every call.
+function routeContextKey(request) {
+  for (const symbol of Object.getOwnPropertySymbols(request)) {
+    if (symbol.description === 'fastify.context') return symbol;
+  }
+  return undefined;
+}
+
+// The template of the route fastify matched for `request`, undefined for its 404 handler: the route
+// context's config.url, or where a fastify copy has no such context, routeOptions/routerPath.
+function templateOf(request, state) {
+  let key = state.contextKey;
+  if (key === null) key = state.contextKey = routeContextKey(request);
+  if (key !== undefined) {
+    const config = request[key]?.config;
+    if (config !== undefined && config !== null) return config.url;
+  }
+  return request.is404 ? undefined : routeUrl(request);
 }
 
 // What fastify-plugin would set: no encapsulation (the hook covers the whole instance), a name.
@@ -104,8 +131,7 @@ function addLabelHook(fastify, state) {
         } catch (error) {
           failure = error; // the user's labels(): fails the request, with the bare bucket
         }
-        // is404 is a cheap check; routeOptions builds an object, so it is read only for routes.
-        const template = failure !== undefined || request.is404 ? undefined : routeUrl(request);
+        const template = failure !== undefined ? undefined : templateOf(request, state);
         labeler.enterRoute(request.raw, template, extras);
       }
     } catch (error) {
