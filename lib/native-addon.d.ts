@@ -56,7 +56,7 @@ export declare function bindLabelHolder(holder: object, setKey: Float64Array): b
  * Binds the cell of `request` (from `createRequestHolder`) to the set of `route` (a label holder
  * with labels of its own): the request's samples and external bytes so far move to it, and later
  * ones are taken under it. False when it was bound to that set already or has used its bindings
- * (8).
+ * (8). The export is src/fast_calls.rs's plain N-API callback, as for `createRequestHolder`.
  */
 export declare function bindRequestHolder(request: object, route: object): boolean
 
@@ -77,7 +77,8 @@ export declare function createLabelHolder(pairs: string, labels: object, setKey:
  * A request holder (late binding, docs/architecture.md): a label holder whose word is a new
  * request cell bound to the set of `bucket` (a label holder with labels of its own: the request's
  * unrouted bucket). What runs under it is resolved at read time to the set the cell is bound to
- * then (`bindRequestHolder`).
+ * then (`bindRequestHolder`). The export is src/fast_calls.rs's plain N-API callback, which does
+ * the same work (this declaration gives it its type).
  */
 export declare function createRequestHolder(bucket: object): object
 

@@ -11,7 +11,8 @@
 //! (OTLP options, pprof files), `js_profile` and `js_types` (values exchanged with lib/),
 //! `counters` (per-label counters), `dump` (signal/HTTP dumps, pushes), `near_heap_limit`,
 //! `retainers` (a heap snapshot's retaining chains per label), `labeled_snapshot` (heap snapshot
-//! files with a node per label); `error`
+//! files with a node per label), `fast_calls` (the per-request calls as plain N-API callbacks);
+//! `error`
 //! (the error enum and its JS mapping) serves all.
 
 mod allocations;
@@ -21,6 +22,7 @@ mod bridge;
 pub mod counters;
 pub mod dump;
 mod error;
+pub mod fast_calls;
 mod js_profile;
 mod js_types;
 pub mod labeled_snapshot;
@@ -234,7 +236,8 @@ pub fn bind_label_holder(
 /// A request holder (late binding, docs/architecture.md): a label holder whose word is a new
 /// request cell bound to the set of `bucket` (a label holder with labels of its own: the request's
 /// unrouted bucket). What runs under it is resolved at read time to the set the cell is bound to
-/// then (`bindRequestHolder`).
+/// then (`bindRequestHolder`). The export is src/fast_calls.rs's plain N-API callback, which does
+/// the same work (this declaration gives it its type).
 #[napi]
 pub fn create_request_holder<'env>(
     env: &'env Env,
@@ -242,14 +245,8 @@ pub fn create_request_holder<'env>(
 ) -> napi::Result<Object<'env>> {
     let run = || -> error::Result<Object<'env>> {
         let state = isolate_state(env)?;
-        let binding = labels::new_request_binding(state, bucket.raw() as usize)?;
-        // SAFETY: inside this napi callback on the isolate thread; the holder takes the binding
-        // over, also on failure.
-        let made = unsafe { state.v8_mut().create_label_holder(binding, 0)? };
-        Ok(Object::from_raw(
-            env.raw(),
-            made.holder as napi::sys::napi_value,
-        ))
+        let holder = fast_calls::create_request_holder_in(state, bucket.raw() as usize)?;
+        Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
     };
     run().map_err(|e| e.throw(env))
 }
@@ -257,12 +254,12 @@ pub fn create_request_holder<'env>(
 /// Binds the cell of `request` (from `createRequestHolder`) to the set of `route` (a label holder
 /// with labels of its own): the request's samples and external bytes so far move to it, and later
 /// ones are taken under it. False when it was bound to that set already or has used its bindings
-/// (8).
+/// (8). The export is src/fast_calls.rs's plain N-API callback, as for `createRequestHolder`.
 #[napi]
 pub fn bind_request_holder(env: Env, request: Object<'_>, route: Object<'_>) -> napi::Result<bool> {
     let run = || -> error::Result<bool> {
         let state = isolate_state(&env)?;
-        labels::bind_request(state, request.raw() as usize, route.raw() as usize)
+        fast_calls::bind_request_holder_in(state, request.raw() as usize, route.raw() as usize)
     };
     run().map_err(|e| e.throw(&env))
 }

@@ -1,0 +1,203 @@
+//! The two addon calls every labeled request makes (late binding, docs/architecture.md): a request
+//! holder at its start (`createRequestHolder`) and its binding to the route at routing
+//! (`bindRequestHolder`), as plain N-API callbacks.
+//!
+//! Why not `#[napi]` functions. napi-rs's generated wrapper of a function with arguments opens,
+//! defers and releases a borrow scope on every call (about 1,000 instructions), and
+//! `isolate_state` finds the per-isolate state through napi-rs's instance data (about 350): more
+//! than the work itself, about 2,700 instructions per request on a request of 130,000
+//! (benchmark/http/instructions.js, callgrind). These callbacks take the state as their callback
+//! data and read their arguments with one `napi_get_cb_info`. The `#[napi]` functions of the
+//! same names in src/lib.rs stay: they give the exports their TypeScript declarations
+//! (lib/native-addon.d.ts) and share the work (`create_request_holder_in`,
+//! `bind_request_holder_in`); the module's export hook below replaces them with these callbacks.
+
+use std::ffi::c_void;
+use std::ptr;
+
+use napi::bindgen_prelude::Object;
+use napi::{sys, Env, JsValue};
+use napi_derive::napi;
+
+use crate::error;
+use crate::labels;
+use crate::state::{isolate_state, IsolateAddon};
+
+/// A new request holder whose cell is bound to `bucket`'s set (a napi_value of the current call):
+/// the holder, a napi_value of this call.
+pub fn create_request_holder_in(state: &mut IsolateAddon, bucket: usize) -> error::Result<usize> {
+    let binding = labels::new_request_binding(state, bucket)?;
+    // SAFETY: inside a napi callback on the isolate thread (every caller is one); the holder
+    // takes the binding over, also on failure.
+    let made = unsafe { state.v8_mut().create_label_holder(binding, 0)? };
+    Ok(made.holder)
+}
+
+/// Binds the cell of `request` (a request holder) to `route`'s set (both napi_values of the
+/// current call): whether the binding changed.
+pub fn bind_request_holder_in(
+    state: &mut IsolateAddon,
+    request: usize,
+    route: usize,
+) -> error::Result<bool> {
+    labels::bind_request(state, request, route)
+}
+
+/// Reads up to N arguments (missing ones are `undefined`) and the callback data of a call.
+///
+/// # Safety
+/// `env` and `info` must be the ones N-API passed to the running callback.
+unsafe fn call_args<const N: usize>(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> Option<([sys::napi_value; N], *mut c_void)> {
+    let mut argc = N;
+    let mut argv = [ptr::null_mut(); N];
+    let mut data = ptr::null_mut();
+    // SAFETY: the caller's contract; argv has room for argc values.
+    let status = unsafe {
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            ptr::null_mut(),
+            &mut data,
+        )
+    };
+    (status == sys::Status::napi_ok && !data.is_null()).then_some((argv, data))
+}
+
+/// Throws `error` into `env` and returns what a callback that threw returns.
+fn thrown(env: sys::napi_env, error: error::Error) -> sys::napi_value {
+    // The pending exception is the result; the napi::Error only reports it.
+    let _ = error.throw(&Env::from_raw(env));
+    ptr::null_mut()
+}
+
+/// `createRequestHolder(bucket)`.
+unsafe extern "C" fn create_request_holder_cb(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: N-API calls this with its env and callback info.
+    let Some(([bucket], data)) = (unsafe { call_args::<1>(env, info) }) else {
+        return thrown(
+            env,
+            error::Error::Native("createRequestHolder: no call info".into()),
+        );
+    };
+    // SAFETY: `data` is this env's IsolateAddon (install_fast_calls), which lives in napi-rs's
+    // instance data until the env is torn down, after its last call; on the isolate thread, no
+    // other reference to it is live during a call (as for `isolate_state`).
+    let state = unsafe { &mut *(data as *mut IsolateAddon) };
+    match create_request_holder_in(state, bucket as usize) {
+        Ok(holder) => holder as sys::napi_value,
+        Err(error) => thrown(env, error),
+    }
+}
+
+/// `bindRequestHolder(request, route)`.
+unsafe extern "C" fn bind_request_holder_cb(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: N-API calls this with its env and callback info.
+    let Some(([request, route], data)) = (unsafe { call_args::<2>(env, info) }) else {
+        return thrown(
+            env,
+            error::Error::Native("bindRequestHolder: no call info".into()),
+        );
+    };
+    // SAFETY: as in create_request_holder_cb.
+    let state = unsafe { &mut *(data as *mut IsolateAddon) };
+    match bind_request_holder_in(state, request as usize, route as usize) {
+        Ok(changed) => {
+            let mut result = ptr::null_mut();
+            // SAFETY: a live env of this callback; `result` receives the boolean.
+            let status = unsafe { sys::napi_get_boolean(env, changed, &mut result) };
+            if status == sys::Status::napi_ok {
+                result
+            } else {
+                thrown(
+                    env,
+                    error::Error::Native("bindRequestHolder: no boolean".into()),
+                )
+            }
+        }
+        Err(error) => thrown(env, error),
+    }
+}
+
+/// Defines `name` on `exports` as the N-API function `cb` with `state` as its data.
+fn define(
+    env: &Env,
+    exports: &Object<'_>,
+    name: &str,
+    cb: sys::napi_callback,
+    state: *mut IsolateAddon,
+) -> napi::Result<()> {
+    let mut function = ptr::null_mut();
+    // SAFETY: a live env of the module's registration; `name` is valid for its length; the data
+    // pointer outlives the function (see create_request_holder_cb).
+    let status = unsafe {
+        sys::napi_create_function(
+            env.raw(),
+            name.as_ptr().cast(),
+            name.len() as isize,
+            cb,
+            state.cast(),
+            &mut function,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        return Err(napi::Error::from_reason(format!(
+            "napi_create_function({name}) failed"
+        )));
+    }
+    let mut key = ptr::null_mut();
+    // SAFETY: as above.
+    let status = unsafe {
+        sys::napi_create_string_utf8(
+            env.raw(),
+            name.as_ptr().cast(),
+            name.len() as isize,
+            &mut key,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        return Err(napi::Error::from_reason(format!(
+            "the name {name} could not be made"
+        )));
+    }
+    // SAFETY: `exports` is the module's exports object, `key` and `function` values of this env.
+    let status = unsafe { sys::napi_set_property(env.raw(), exports.raw(), key, function) };
+    if status != sys::Status::napi_ok {
+        return Err(napi::Error::from_reason(format!(
+            "exports.{name} could not be set"
+        )));
+    }
+    Ok(())
+}
+
+/// The module's export hook (after the `#[napi]` exports are registered): replaces the two
+/// per-request exports with the callbacks above, bound to this env's state.
+#[napi(module_exports)]
+pub fn install_fast_calls(exports: Object<'_>, env: Env) -> napi::Result<()> {
+    let state: *mut IsolateAddon = isolate_state(&env).map_err(|e| e.throw(&env))?;
+    define(
+        &env,
+        &exports,
+        "createRequestHolder",
+        Some(create_request_holder_cb),
+        state,
+    )?;
+    define(
+        &env,
+        &exports,
+        "bindRequestHolder",
+        Some(bind_request_holder_cb),
+        state,
+    )?;
+    Ok(())
+}
