@@ -44,8 +44,8 @@ function currentLabelHolder() {
   return storage.getStore();
 }
 
-function applyWithLabelHolder(holder, fn, thisArg, args) {
-  if (storage.getStore() === holder) return Reflect.apply(fn, thisArg, args);
+// (The caller has checked that `holder` is not the current one.)
+function runWithLabelHolder(holder, fn, thisArg, args) {
   return storage.run(holder, Reflect.apply, fn, thisArg, args);
 }
 
@@ -104,7 +104,7 @@ module.exports = {
   getHeapProfileLabels,
   asyncContextFrameEnabled,
   currentLabelHolder,
-  applyWithLabelHolder,
+  runWithLabelHolder,
   enterLabelHolder,
   enterRequestLabels,
   bindRequestLabels,

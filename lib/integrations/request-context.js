@@ -23,8 +23,8 @@
 // listener and changes what removeListener() and listeners() see. Node.js cannot help either: the
 // parser's async resource belongs to the connection and has no per-request reset.
 //
-// How. The integrations call bindRequest(request, state) right after they enter a request's
-// labels: the request's state (below) records the label holder now current (overwritten when the
+// How. The integrations call bindRequest(request, state, holder) right after they enter a request's
+// labels: the request's state (below) records the label holder they entered (overwritten when the
 // route is entered). IncomingMessage.prototype and ServerResponse.prototype of node:http get an
 // own `emit` (installed once per process and addon, on first use): for an event with listeners of
 // a request with a recorded holder (for a response: its `req`'s), it calls the emit it shadows
@@ -60,7 +60,7 @@
 // one wrapper; a copy with another addon keeps its own.
 
 const { addonPath } = require('../native');
-const { currentLabelHolder, applyWithLabelHolder } = require('../context');
+const { currentLabelHolder, runWithLabelHolder } = require('../context');
 
 const kStates = Symbol.for(`heap-labels.request-states ${addonPath}`); // on node:http: the table
 const kInstalled = Symbol.for(`heap-labels.request-emit ${addonPath}`); // on patched prototypes
@@ -124,15 +124,17 @@ function ensureState(request) {
 let installed = false;
 let http2; // node:http2, loaded when the first HTTP/2 stream is bound
 
-// Records the labels current now (just entered by an integration) as `request`'s own (`state` is
-// its state): its and its response's listeners run under them from now on. `request` is
-// node:http's IncomingMessage (also an express request, fastify's request.raw, koa's ctx.req) or
-// an HTTP/2 Http2ServerRequest; anything else is left alone.
-function bindRequest(request, state) {
+// Records `holder`, the label holder an integration just entered (current now), as `request`'s
+// own (`state` is its state): its and its response's listeners run under it from now on. The
+// caller passes the holder it entered: reading the current one back costs a binding call per read
+// under AsyncContextFrame on Node.js 22. `request` is node:http's IncomingMessage (also an express
+// request, fastify's request.raw, koa's ctx.req) or an HTTP/2 Http2ServerRequest; anything else is
+// left alone.
+function bindRequest(request, state, holder) {
   table(); // loads node:http
   if (request instanceof http.IncomingMessage) {
     if (!installed) install();
-    state.listeners = currentLabelHolder();
+    state.listeners = holder;
   } else if (http2 !== undefined && request instanceof http2.Http2ServerRequest) {
     bindStream(request.stream);
   }
@@ -219,7 +221,7 @@ function emitWithHolder() {
   const shadowed = pendingEmit;
   pendingHolder = undefined;
   pendingEmit = undefined;
-  return applyWithLabelHolder(holder, shadowed, this, arguments);
+  return runWithLabelHolder(holder, shadowed, this, arguments);
 }
 
 module.exports = { bindRequest, bindStream, stateOf, ensureState };

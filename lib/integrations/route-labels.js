@@ -222,7 +222,7 @@ class RouteLabeler {
     if (state.holder !== undefined) return this.enterLabels(request, labels, state);
     state.holder = enterRequestLabels(labels, keptHolderOf(labels));
     state.labels = labels;
-    bindRequest(request, state);
+    bindRequest(request, state, state.holder);
     claim(state);
     return labels;
   }
@@ -242,14 +242,14 @@ class RouteLabeler {
       // lost on the way, or user labels entered since), the route's labels are entered as today.
       if (currentLabelHolder() !== holder) {
         enterLabelHolder(labelsHolder);
-        bindRequest(request, state);
+        bindRequest(request, state, labelsHolder);
       }
       return labels;
     }
     enterLabelHolder(labelsHolder);
     if (state !== undefined) {
       state.labels = labels;
-      bindRequest(request, state);
+      bindRequest(request, state, labelsHolder);
       claim(state);
     }
     return labels;
