@@ -7,7 +7,7 @@
 //        [--requests 2000] [--warmup 1000] [--repeat 2] [--modes off,sampling,labels,allocations]
 //        [--apps http,express4,express5,fastify,koa] [--intervals 524288,65536]
 //        [--framework-modes sampling,integration,automatic] [--framework-runtimes patched,stock]
-//        [--threads all|main]
+//        [--threads all|main] [--node-flags '--single-threaded --random-seed=42']
 //
 // Apps (--apps, default http):
 // - http: the HTTP benchmark's app server (app-server.js, database server, three routes). For each
@@ -46,6 +46,12 @@ const apps = arg('apps', 'http').split(',');
 const intervals = arg('intervals', `${512 * 1024},${64 * 1024}`).split(',').map(Number);
 const frameworkModes = arg('framework-modes', 'sampling,integration').split(',');
 const frameworkRuntimes = arg('framework-runtimes', 'patched').split(',');
+// Extra flags for every app server's node: `--single-threaded --random-seed=N` takes V8's
+// background compilation and GC threads out (their timing decides when optimized code and
+// collections land in the measured window) and fixes the sampling intervals, so that runs of one
+// mode agree closely and differences of 1-2 % between modes can be read.
+const nodeFlags = (arg('node-flags', '') || '').split(/\s+/).filter(Boolean);
+const flagsNote = nodeFlags.length === 0 ? '' : `, node ${nodeFlags.join(' ')}`;
 // Each run counts every thread apart (--separate-threads): `all` is the sum (JIT compilers,
 // concurrent GC and the profiler included), `main` the main thread's (steadier from run to run:
 // without the background work, whose share varies with timing). --threads picks the count the
@@ -105,6 +111,7 @@ async function measure(run, dir) {
       '--separate-threads=yes',
       run.node,
       '--experimental-async-context-frame',
+      ...nodeFlags,
       ...run.args,
     ],
     `app server (${run.name})`,
@@ -228,7 +235,7 @@ async function main() {
   };
   const title =
     `(callgrind, ${threads === 'main' ? 'main thread' : 'all threads'}, ${requests} requests after ${warmup} warm-up, ` +
-    `${repeat} runs per mode)`;
+    `${repeat} runs per mode${flagsNote})`;
   if (apps.includes('http')) {
     const httpRuns = runs.filter((run) => run.app === 'http');
     console.log(`### Instructions per request, HTTP app ${title}\n`);
@@ -254,7 +261,7 @@ async function main() {
       const what = which === 'main' ? 'main thread' : 'all threads';
       console.log(
         `### Instructions per request, framework apps (GET /api/users/:id), ${what} ` +
-          `(callgrind, ${requests} requests after ${warmup} warm-up, ${repeat} runs per mode)\n`,
+          `(callgrind, ${requests} requests after ${warmup} warm-up, ${repeat} runs per mode${flagsNote})\n`,
       );
       console.log(
         '| app | runtime | interval | sampling alone (median; range) | sampling + integration (median; range) | integration vs sampling alone |' +
