@@ -60,7 +60,7 @@ class Instrumentation {
     automatic ??= {
       on: false,
       get labeler() {
-        return (frameworkLabeler ??= createRouteLabeler(undefined, WHERE));
+        return (frameworkLabeler ??= createRouteLabeler(undefined, WHERE, true));
       },
       failed: undefined,
       onApp: (app) => servers.markFrameworkListener(app),

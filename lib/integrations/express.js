@@ -95,7 +95,7 @@ function expressRouteLabels(app, options) {
   if (existing !== undefined && existing.automatic === undefined) {
     throw new Error(`heap-labels: ${WHERE}: route labels are already installed on this app`);
   }
-  const labeler = createRouteLabeler(options, WHERE);
+  const labeler = createRouteLabeler(options, WHERE, true);
   const router = routerOf(app);
   patchRouterPrototype(routerPrototype(router));
   patchRequestPrototype(Object.getPrototypeOf(app.request));

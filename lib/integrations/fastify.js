@@ -45,7 +45,7 @@ class InstanceLabels {
 function fastifyRouteLabels(fastify, options, done) {
   let labeler;
   try {
-    labeler = createRouteLabeler(options, WHERE);
+    labeler = createRouteLabeler(options, WHERE, true);
   } catch (error) {
     done(error);
     return;

@@ -97,7 +97,7 @@ function koaRouteLabels(app, options) {
   if (existing === undefined && Object.getOwnPropertyDescriptor(app.context, '_matchedRoute') !== undefined) {
     throw new Error(`heap-labels: ${WHERE}: app.context already defines "_matchedRoute"`);
   }
-  const labeler = createRouteLabeler(options, WHERE);
+  const labeler = createRouteLabeler(options, WHERE, true);
   if (existing !== undefined) {
     // Instrumented automatically already (callback() was called): these options from now on.
     existing.labeler = labeler;

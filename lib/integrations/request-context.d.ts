@@ -29,11 +29,11 @@ export function stateOf(request: object): RequestState | undefined;
 export function ensureState(request: object): RequestState;
 
 /**
- * Records the labels current now as `request`'s own: its and its response's listeners run under
- * them from now on. `request`: node:http's IncomingMessage or an Http2ServerRequest; anything else
- * is left alone.
+ * Records `holder`, the label holder the caller just entered (current now), as `request`'s own: its
+ * and its response's listeners run under it from now on. `request`: node:http's IncomingMessage or
+ * an Http2ServerRequest; anything else is left alone.
  */
-export function bindRequest(request: unknown, state: RequestState): void;
+export function bindRequest(request: unknown, state: RequestState, holder: object | undefined): void;
 
 /** The same for an HTTP/2 server stream: its listeners and those of its compatibility-API request and response. */
 export function bindStream(stream: unknown): void;

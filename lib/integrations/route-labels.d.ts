@@ -68,7 +68,12 @@ export interface AutomaticRouteLabels {
 }
 
 /** A labeler for `options` (validated: a TypeError/RangeError names the bad one); `where` names the caller in messages. */
-export function createRouteLabeler<Request = unknown>(options: RouteLabelOptions<Request> | undefined | null, where: string): RouteLabeler<Request>;
+export function createRouteLabeler<Request = unknown>(
+  options: RouteLabelOptions<Request> | undefined | null,
+  where: string,
+  /** The templates come from the application's route table (a framework's labeler): their label holders are kept for the process. */
+  routeTable?: boolean,
+): RouteLabeler<Request>;
 
 /** The template of one route or mount path as written: a string itself, a RegExp its literal; undefined otherwise. */
 export function formatPath(path: unknown): string | undefined;

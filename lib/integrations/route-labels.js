@@ -18,10 +18,13 @@
 //
 // The labeler finds its labels' holders through lib/labels.js keptHolderOf: entering or binding a
 // route then asks the addon for nothing while the holder lives (a native lookup per use costs about
-// 2,000 instructions). The holders of the labels without extra labels (the templates, at most
-// maxRoutes, and the buckets) are kept strongly (pinHolder): their sets live as long as the
-// labeler. Those with extra labels, whose number the application decides, are referenced weakly,
-// so the sets no request uses any more are pruned after a GC, and overflow does not stay.
+// 2,000 instructions). A framework's labeler (its templates come from the app's route table)
+// keeps the holders of its labels without extra labels (the templates, at most maxRoutes, and the
+// buckets) strongly (pinHolder): their sets live as long as the process, so maxLabelSets must
+// leave room beyond the app's routes (10,000 by default against maxRoutes' 1,000). All other
+// holders (with extra labels, whose number the application decides; the node:http fallback's,
+// made from request URLs; heap-labels/http's) are referenced weakly, so the sets no request uses
+// any more are pruned after a GC, and overflow does not stay.
 
 // Entering labels for a request also makes them the request's own (request-context.js): the
 // listeners of its IncomingMessage and ServerResponse run under them. And it tells the automatic
@@ -103,9 +106,14 @@ function readOptions(options, where) {
 }
 
 class RouteLabeler {
-  constructor(options, where) {
+  constructor(options, where, routeTable) {
     const { key, unmatched, labels, maxRoutes } = readOptions(options, where);
     this.where = where;
+    // Whether the templates come from the application's route table (express, fastify, koa): then
+    // their label holders are pinned (see labelsFor). Not for templates made from request URLs
+    // (the node:http fallback) or named by the application per request (heap-labels/http), which
+    // a client's requests could fill with values nothing uses again.
+    this.routeTable = routeTable === true;
     this.key = key;
     this.unmatched = unmatched;
     this.extraLabels = labels;
@@ -119,7 +127,7 @@ class RouteLabeler {
     // method -> its bucket value, made once: a string built per request would be allocated, and
     // flattened again for the cache lookup, on every request.
     this.bucketValues = new Map(httpMethods().map((method) => [method, `${unmatched} ${method}`]));
-    pinHolder(this.bucket);
+    if (this.routeTable) pinHolder(this.bucket);
     this.plain = new Map([[unmatched, this.bucket]]); // label value -> labels, without extra labels
     this.withExtras = new WeakMap(); // interned extra labels -> Map(template -> labels)
     this.accepted = new Set(); // templates with their own label value (at most maxRoutes)
@@ -170,9 +178,10 @@ class RouteLabeler {
     if (!bucket && !this.admits(value)) return this.labelsFor(undefined, extras, method);
     const labels = internWith(extras === undefined ? this.none : extras, this.key, value, this.where);
     if (!bucket) this.accepted.add(value);
-    // Without extra labels, a bounded set (maxRoutes templates, one bucket per method) used for the
-    // life of the app: their holders are kept strongly (no WeakRef per request).
-    if (extras === undefined) pinHolder(labels);
+    // A route table's templates without extra labels: a bounded set (maxRoutes templates, one bucket
+    // per method) used for the life of the app, whose holders are kept strongly (no WeakRef deref
+    // per request).
+    if (extras === undefined && this.routeTable) pinHolder(labels);
     cache.set(value, labels);
     return labels;
   }
@@ -243,6 +252,10 @@ class RouteLabeler {
       if (currentLabelHolder() !== holder) {
         enterLabelHolder(labelsHolder);
         bindRequest(request, state, labelsHolder);
+      } else if (state.listeners !== holder) {
+        // An earlier binding entered another route's holder for the listeners (its context was
+        // lost): they follow the request holder again, now bound to these labels.
+        bindRequest(request, state, holder);
       }
       return labels;
     }
@@ -283,8 +296,9 @@ class RouteLabeler {
   }
 }
 
-function createRouteLabeler(options, where) {
-  return new RouteLabeler(options, where);
+// `routeTable`: the templates come from the application's route table (a framework's labeler).
+function createRouteLabeler(options, where, routeTable = false) {
+  return new RouteLabeler(options, where, routeTable);
 }
 
 module.exports = { createRouteLabeler, formatPath, joinPath };
