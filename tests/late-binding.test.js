@@ -42,3 +42,14 @@ for (const framework of ['express', 'koa']) {
     }
   });
 }
+
+for (const [mode, nodeArgs] of [
+  ['AsyncContextFrame', FLAGS],
+  ['async_hooks', ['--no-async-context-frame'].filter((f) => process.allowedNodeEnvironmentFlags.has(f))],
+]) {
+  test(`${mode}: a request holder rebound where it is current takes the request's listeners back from an earlier route's holder`, () => {
+    const run = runFixture('listeners-rebind.js', { nodeArgs });
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(run.json, { afterFirst: '/first', afterSecond: '/second', end: '/second', finish: '/second' });
+  });
+}
