@@ -494,7 +494,7 @@ function holderOnOverflow(labels, state) {
   } else {
     state.overflowSerial = undefined;
     state.serial = setKey[2];
-    if (state.pin) state.pinned = holder;
+    if (state.pin) pinKept(state, holder);
   }
   return holder;
 }

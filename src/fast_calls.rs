@@ -10,13 +10,13 @@
 //! data and read their arguments with one `napi_get_cb_info`. The `#[napi]` functions of the
 //! same names in src/lib.rs stay: they give the exports their TypeScript declarations
 //! (lib/native-addon.d.ts) and share the work (`create_request_holder_in`,
-//! `bind_request_holder_in`); the module's export hook below replaces them with these callbacks.
+//! `labels::bind_request`); the module's export hook below replaces them with these callbacks.
 
 use std::ffi::c_void;
 use std::ptr;
 
-use napi::bindgen_prelude::Object;
-use napi::{sys, Env, JsValue};
+use napi::bindgen_prelude::{JsObjectValue, Object, Unknown};
+use napi::{check_status, sys, Env};
 use napi_derive::napi;
 
 use crate::error;
@@ -31,16 +31,6 @@ pub fn create_request_holder_in(state: &mut IsolateAddon, bucket: usize) -> erro
     // takes the binding over, also on failure.
     let made = unsafe { state.v8_mut().create_label_holder(binding, 0)? };
     Ok(made.holder)
-}
-
-/// Binds the cell of `request` (a request holder) to `route`'s set (both napi_values of the
-/// current call): whether the binding changed.
-pub fn bind_request_holder_in(
-    state: &mut IsolateAddon,
-    request: usize,
-    route: usize,
-) -> error::Result<bool> {
-    labels::bind_request(state, request, route)
 }
 
 /// Reads up to N arguments (missing ones are `undefined`) and the callback data of a call.
@@ -111,7 +101,7 @@ unsafe extern "C" fn bind_request_holder_cb(
     };
     // SAFETY: as in create_request_holder_cb.
     let state = unsafe { &mut *(data as *mut IsolateAddon) };
-    match bind_request_holder_in(state, request as usize, route as usize) {
+    match labels::bind_request(state, request as usize, route as usize) {
         Ok(changed) => {
             let mut result = ptr::null_mut();
             // SAFETY: a live env of this callback; `result` receives the boolean.
@@ -132,7 +122,7 @@ unsafe extern "C" fn bind_request_holder_cb(
 /// Defines `name` on `exports` as the N-API function `cb` with `state` as its data.
 fn define(
     env: &Env,
-    exports: &Object<'_>,
+    exports: &mut Object<'_>,
     name: &str,
     cb: sys::napi_callback,
     state: *mut IsolateAddon,
@@ -140,61 +130,40 @@ fn define(
     let mut function = ptr::null_mut();
     // SAFETY: a live env of the module's registration; `name` is valid for its length; the data
     // pointer outlives the function (see create_request_holder_cb).
-    let status = unsafe {
-        sys::napi_create_function(
-            env.raw(),
-            name.as_ptr().cast(),
-            name.len() as isize,
-            cb,
-            state.cast(),
-            &mut function,
-        )
-    };
-    if status != sys::Status::napi_ok {
-        return Err(napi::Error::from_reason(format!(
-            "napi_create_function({name}) failed"
-        )));
-    }
-    let mut key = ptr::null_mut();
-    // SAFETY: as above.
-    let status = unsafe {
-        sys::napi_create_string_utf8(
-            env.raw(),
-            name.as_ptr().cast(),
-            name.len() as isize,
-            &mut key,
-        )
-    };
-    if status != sys::Status::napi_ok {
-        return Err(napi::Error::from_reason(format!(
-            "the name {name} could not be made"
-        )));
-    }
-    // SAFETY: `exports` is the module's exports object, `key` and `function` values of this env.
-    let status = unsafe { sys::napi_set_property(env.raw(), exports.raw(), key, function) };
-    if status != sys::Status::napi_ok {
-        return Err(napi::Error::from_reason(format!(
-            "exports.{name} could not be set"
-        )));
-    }
-    Ok(())
+    check_status!(
+        unsafe {
+            sys::napi_create_function(
+                env.raw(),
+                name.as_ptr().cast(),
+                name.len() as isize,
+                cb,
+                state.cast(),
+                &mut function,
+            )
+        },
+        "napi_create_function({name}) failed"
+    )?;
+    // SAFETY: `function` was just made in this env.
+    exports.set_named_property(name, unsafe {
+        Unknown::from_raw_unchecked(env.raw(), function)
+    })
 }
 
 /// The module's export hook (after the `#[napi]` exports are registered): replaces the two
 /// per-request exports with the callbacks above, bound to this env's state.
 #[napi(module_exports)]
-pub fn install_fast_calls(exports: Object<'_>, env: Env) -> napi::Result<()> {
+pub fn install_fast_calls(mut exports: Object<'_>, env: Env) -> napi::Result<()> {
     let state: *mut IsolateAddon = isolate_state(&env).map_err(|e| e.throw(&env))?;
     define(
         &env,
-        &exports,
+        &mut exports,
         "createRequestHolder",
         Some(create_request_holder_cb),
         state,
     )?;
     define(
         &env,
-        &exports,
+        &mut exports,
         "bindRequestHolder",
         Some(bind_request_holder_cb),
         state,

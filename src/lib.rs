@@ -259,7 +259,7 @@ pub fn create_request_holder<'env>(
 pub fn bind_request_holder(env: Env, request: Object<'_>, route: Object<'_>) -> napi::Result<bool> {
     let run = || -> error::Result<bool> {
         let state = isolate_state(&env)?;
-        fast_calls::bind_request_holder_in(state, request.raw() as usize, route.raw() as usize)
+        labels::bind_request(state, request.raw() as usize, route.raw() as usize)
     };
     run().map_err(|e| e.throw(&env))
 }
