@@ -154,8 +154,10 @@ function shape(obj) {
 const shapesOf = (items) => [...new Set(items.map(shape))].sort();
 
 // Checks the invariants DevTools relies on and returns the shapes found. `strict`: every sample's
-// nodeId is a node of the tree (Node's own --heap-prof files do not always hold to that: V8 lists
-// samples of nodes its tree export has already left out).
+// nodeId is a node of the tree, and a node's selfSize is its samples' sizes. Node's own --heap-prof
+// files do not always hold to either: V8 lists samples of nodes its tree export has already left
+// out, and on Node 24 a run printed "(IDLE) selfSize 4104 vs samples 216224" (a large sample in the
+// list that its node's counts did not hold), so the reference file is only read for its shapes.
 function checkHeapProfile(profile, what, { strict }) {
   const nodes = treeNodes(profile.head);
   const ids = new Set(nodes.map((n) => n.id));
@@ -163,16 +165,16 @@ function checkHeapProfile(profile, what, { strict }) {
   assert.equal(profile.head.callFrame.functionName, '(root)', `${what}: the root is (root)`);
   if (strict) {
     for (const s of profile.samples) assert.ok(ids.has(s.nodeId), `${what}: sample of unknown node ${s.nodeId}`);
-  }
-  // selfSize of a node is its samples' sizes (V8 rounds counts per node in one and per sample in
-  // the other; both are estimates of the same bytes).
-  const bySamples = new Map();
-  for (const s of profile.samples) bySamples.set(s.nodeId, (bySamples.get(s.nodeId) || 0) + s.size);
-  for (const n of nodes) {
-    const fromSamples = bySamples.get(n.id) || 0;
-    if (Math.max(n.selfSize, fromSamples) > 100_000) {
-      const ratio = n.selfSize / fromSamples;
-      assert.ok(ratio > 0.9 && ratio < 1.1, `${what}: node ${n.callFrame.functionName} selfSize ${n.selfSize} vs samples ${fromSamples}`);
+    // selfSize of a node is its samples' sizes (V8 rounds counts per node in one and per sample in
+    // the other; both are estimates of the same bytes).
+    const bySamples = new Map();
+    for (const s of profile.samples) bySamples.set(s.nodeId, (bySamples.get(s.nodeId) || 0) + s.size);
+    for (const n of nodes) {
+      const fromSamples = bySamples.get(n.id) || 0;
+      if (Math.max(n.selfSize, fromSamples) > 100_000) {
+        const ratio = n.selfSize / fromSamples;
+        assert.ok(ratio > 0.9 && ratio < 1.1, `${what}: node ${n.callFrame.functionName} selfSize ${n.selfSize} vs samples ${fromSamples}`);
+      }
     }
   }
   return {
