@@ -1,6 +1,6 @@
 // @ts-check
 'use strict';
-// The production agent: one always-on profiling session plus the ways an operator gets at it —
+// The production agent: one always-on profiling session plus the ways an operator gets at it:
 // dumps on a signal, an HTTP endpoint, a profile written near the heap limit, per-label counters,
 // and (watchInterval) a watch that flags label sets whose live heap keeps growing (lib/growth.js),
 // and (otlpEndpoint) OTLP profiles pushed to a collector every pushInterval (lib/push.js), and
@@ -24,9 +24,7 @@ const path = require('node:path');
 const { native } = require('./native');
 const { startHeapProfile, sessionOf } = require('./profile');
 const { capabilities } = require('./capabilities');
-const { counters, createCountersReader } = require('./counters');
 const { fromOptions } = require('./config');
-const { nativeOtlpOptions } = require('./otlp');
 const { ProfileReads, SHARED_PROFILE } = require('./profile-reads');
 const { currentAgent, setCurrentAgent } = require('./current-agent');
 const { endpointPorts } = require('./process-model');
@@ -35,8 +33,9 @@ const { markOwnServer } = require('./instrument/servers');
 const { report } = require('./preload-report');
 const { retainersPathOf } = require('./dump-files');
 // The endpoint (./endpoint, ./retainers-endpoint and node:http, its streams and sockets), pushing
-// (./push) and the growth watch (./growth) are loaded by the method that starts them: a
-// configuration pays the start-up instructions of what it uses only (with the defaults, none).
+// (./push, ./otlp) and the growth watch (./growth, ./counters) are loaded by the method that starts
+// them: a configuration pays the start-up instructions of what it uses only (with the defaults,
+// none).
 
 // Milliseconds on a monotonic clock (node:perf_hooks' performance.now() without loading it: the
 // module and its bindings cost start-up instructions).
@@ -259,7 +258,7 @@ class Agent {
 
   // Per-label counters (see counters()).
   counters() {
-    return counters();
+    return require('./counters').counters();
   }
 
   // What retains the session's live sampled objects per label group (handle.retainers(key)): one
@@ -390,7 +389,7 @@ class Agent {
     });
     // A counters reader of its own, so that its snapshots never end a metrics adapter's or the
     // app's external-peak period (lib/counters.js).
-    this.#watchCounters = createCountersReader();
+    this.#watchCounters = require('./counters').createCountersReader();
     this.#watchTimer = setInterval(() => this.#snapshot(), options.watchInterval * 1000);
     this.#watchTimer.unref();
   }
@@ -417,7 +416,7 @@ class Agent {
   // encoded (OTLP, gzip) on a libuv worker thread.
   #startPush(options) {
     const { OtlpPusher, profilesUrl } = require('./push');
-    this.#otlpOptions = nativeOtlpOptions(options.serviceName ? { serviceName: options.serviceName } : {});
+    this.#otlpOptions = require('./otlp').nativeOtlpOptions(options.serviceName ? { serviceName: options.serviceName } : {});
     this.#pusher = new OtlpPusher({
       url: profilesUrl(options.otlpEndpoint),
       headers: options.otlpHeaders,

@@ -5,11 +5,10 @@
 const { native } = require('./native');
 const { internPairs, labelsOfSets, isReservedKey, reservedReason } = require('./labels');
 const { RULES, DEFAULTS } = require('./session-options');
-const { otlpOptions } = require('./otlp');
 const { coded } = require('./node-errors');
-const { readHeapStats } = require('./group-stats');
-const { readRetainers } = require('./retainers');
-const { writeSnapshot } = require('./labeled-snapshot');
+// What only an encoding, the group stats, the retainers or a snapshot uses (./otlp,
+// ./group-stats, ./retainers, ./labeled-snapshot) is loaded by the method that needs it: a process
+// that only starts a session (the preload) does not parse them at start-up.
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
@@ -196,7 +195,7 @@ class AllocationProfile {
   // OTLP profiles (v1development) ProfilesData, protobuf-encoded, uncompressed: the same samples
   // as toPprof(), one OTLP profile per sample type (lib/otlp.js: the resource).
   toOtlp(options) {
-    return this.#native.toOtlp(otlpOptions(options, 'toOtlp'));
+    return this.#native.toOtlp(require('./otlp').otlpOptions(options, 'toOtlp'));
   }
 
   toHeapProfile() {
@@ -245,20 +244,20 @@ class HeapProfileHandle {
   getHeapStats(options) {
     const advancePeakWindow = statsOptions(options);
     if (this.#stopped) return undefined;
-    return readHeapStats(this.#session, advancePeakWindow);
+    return require('./group-stats').readHeapStats(this.#session, advancePeakWindow);
   }
 
   // What retains the session's live sampled objects, per label group (by full set, or by `key`'s
   // value): one heap snapshot joined to the samples, on the labeled runtime (sample-labels API
   // version 3). Pauses the app for the snapshot and its walk; `{ force: true }` skips the room check.
   retainers(key, options) {
-    return readRetainers(this.#session, key, options);
+    return require('./retainers').readRetainers(this.#session, key, options);
   }
 
   // A heap snapshot file (v8.writeHeapSnapshot's); with `labels: true` (labeled runtime, session
   // running) a node per label group with weak edges to its sampled objects. Pauses the app.
   writeHeapSnapshot(options) {
-    return writeSnapshot(this.#session, options);
+    return require('./labeled-snapshot').writeSnapshot(this.#session, options);
   }
 
   [dispose]() {

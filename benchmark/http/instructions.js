@@ -7,7 +7,7 @@
 //        [--requests 2000] [--warmup 1000] [--repeat 2] [--modes off,sampling,labels,allocations]
 //        [--apps http,express4,express5,fastify,koa] [--intervals 524288,65536]
 //        [--framework-modes sampling,integration,automatic] [--framework-runtimes patched,stock]
-//        [--threads all|main] [--node-flags '--single-threaded --random-seed=42']
+//        [--threads all|main] [--node-flags '--single-threaded --random-seed=42'] [--concurrency 8]
 //
 // Apps (--apps, default http):
 // - http: the HTTP benchmark's app server (app-server.js, database server, three routes). For each
@@ -19,10 +19,12 @@
 //   integration) and, with --framework-modes ...,automatic, automatic (sampling + the automatic
 //   route labels, no call in the app), on the patched runtime (and on stock with
 //   --framework-runtimes patched,stock).
-// Each run starts a fresh app server under `valgrind --tool=callgrind`; after the warm-up requests
-// the counters are zeroed (callgrind_control -z), the measured requests run, and the counters are
-// dumped (callgrind_control -d): instructions of exactly those requests, JIT, GC and profiler
-// included. Sampling is random, so each mode runs --repeat times, in alternating order. Prints
+// Each run starts a fresh app server under `valgrind --tool=callgrind` with instrumentation off
+// (--instr-atstart=no: the start-up and the warm-up requests run several times faster, so that a
+// warm-up long enough for V8 to finish tiering up fits in a run); after the warm-up requests
+// instrumentation is switched on and the counters zeroed (callgrind_control -i on, -z), the measured
+// requests run, and the counters are dumped (callgrind_control -d): instructions of exactly those
+// requests, JIT, GC and profiler included. Sampling is random, so each mode runs --repeat times, in alternating order. Prints
 // markdown tables with the ratios.
 
 const { spawn, execFileSync } = require('node:child_process');
@@ -57,6 +59,9 @@ const flagsNote = nodeFlags.length === 0 ? '' : `, node ${nodeFlags.join(' ')}`;
 // without the background work, whose share varies with timing). --threads picks the count the
 // HTTP app's table shows; the framework tables show both.
 const threads = arg('threads', 'all');
+// Requests in flight at once. 1 makes the work per request independent of how the load generator's
+// requests happen to batch into socket reads; 8 is closer to a server under load.
+const concurrency = Number(arg('concurrency', 8));
 if (!['all', 'main'].includes(threads)) throw new Error('--threads must be all or main');
 if (!patched) throw new Error('--node <path of the node to measure> is required');
 const FRAMEWORKS = ['express4', 'express5', 'fastify', 'koa'];
@@ -107,6 +112,7 @@ async function measure(run, dir) {
       '--tool=callgrind',
       `--callgrind-out-file=${out}`,
       '--dump-instr=no',
+      '--instr-atstart=no',
       '--compress-strings=no',
       '--separate-threads=yes',
       run.node,
@@ -123,9 +129,10 @@ async function measure(run, dir) {
     // here, only instructions, so requests may take their time.
     const timeoutMs = 180_000;
     const nextPath = cycle(run.paths);
-    await runLoad({ port, requests: warmup, concurrency: 8, nextPath, timeoutMs });
+    await runLoad({ port, requests: warmup, concurrency, nextPath, timeoutMs });
+    execFileSync('callgrind_control', ['-i', 'on', String(pid)], { stdio: 'ignore' });
     execFileSync('callgrind_control', ['-z', String(pid)], { stdio: 'ignore' });
-    const load = await runLoad({ port, requests, concurrency: 8, nextPath, timeoutMs });
+    const load = await runLoad({ port, requests, concurrency, nextPath, timeoutMs });
     if (load.errors) throw new Error(`${load.errors} failed requests in ${run.name}`);
     if (load.statuses[200] !== requests) throw new Error(`${run.name}: statuses ${JSON.stringify(load.statuses)}`);
     execFileSync('callgrind_control', ['-d', String(pid)], { stdio: 'ignore' });
@@ -235,6 +242,7 @@ async function main() {
   };
   const title =
     `(callgrind, ${threads === 'main' ? 'main thread' : 'all threads'}, ${requests} requests after ${warmup} warm-up, ` +
+    `concurrency ${concurrency}, ` +
     `${repeat} runs per mode${flagsNote})`;
   if (apps.includes('http')) {
     const httpRuns = runs.filter((run) => run.app === 'http');
@@ -261,7 +269,8 @@ async function main() {
       const what = which === 'main' ? 'main thread' : 'all threads';
       console.log(
         `### Instructions per request, framework apps (GET /api/users/:id), ${what} ` +
-          `(callgrind, ${requests} requests after ${warmup} warm-up, ${repeat} runs per mode${flagsNote})\n`,
+          `(callgrind, ${requests} requests after ${warmup} warm-up, concurrency ${concurrency}, ` +
+          `${repeat} runs per mode${flagsNote})\n`,
       );
       console.log(
         '| app | runtime | interval | sampling alone (median; range) | sampling + integration (median; range) | integration vs sampling alone |' +

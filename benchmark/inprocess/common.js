@@ -62,7 +62,14 @@ function runChild(runtime, script, args = [], { extraFlags = [], env = {}, timeo
 
 // Instructions of one run of `node ...args` under callgrind (every thread of the process, start to
 // exit): deterministic where times on these machines are noise. NODE_OPTIONS is cleared unless
-// `env` sets it.
+// `env` sets it. Less the instructions of V8's hash seed set-up (HashSeed::InitializeRoots, with
+// what it calls): it searches for primes from a random seed, 5-12M instructions that vary from one
+// start to the next whatever the process does (about ±2 % of an app's start-up), so that a start-up
+// differing by that much could not be told apart. A fixed --hash-seed would make it constant, but
+// also makes Node.js reject its built-in modules' code cache (the flags differ from the
+// snapshot's), which changes what is measured.
+const RANDOM_WORK = 'v8::internal::HashSeed::InitializeRoots';
+
 function callgrindInstructions(node, args, { env = {}, cwd = root } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-callgrind-'));
   try {
@@ -75,10 +82,21 @@ function callgrindInstructions(node, args, { env = {}, cwd = root } = {}) {
     });
     const m = /Collected : (\d+)/.exec(r.stderr);
     if (r.status !== 0 || !m) throw new Error(`callgrind run failed (${r.status ?? r.signal}):\n${r.stderr.slice(-2000)}`);
-    return Number(m[1]);
+    return Number(m[1]) - inclusiveInstructions(out, RANDOM_WORK);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+}
+
+// The instructions of `fn` and what it called (0 if it did not run), from a callgrind output file.
+function inclusiveInstructions(file, fn) {
+  const r = spawnSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], {
+    encoding: 'utf8',
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  if (r.status !== 0) throw new Error(`callgrind_annotate failed (${r.status ?? r.signal}):\n${r.stderr.slice(-2000)}`);
+  const line = r.stdout.split('\n').find((l) => l.includes(`:${fn}(`));
+  return line === undefined ? 0 : Number(/^\s*([\d,]+)/.exec(line)[1].replace(/,/g, ''));
 }
 
 // Whether valgrind runs here (callgrind measurements need it: Debian's valgrind package).
