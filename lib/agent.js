@@ -24,6 +24,7 @@ const path = require('node:path');
 const { native } = require('./native');
 const { startHeapProfile, sessionOf } = require('./profile');
 const { capabilities } = require('./capabilities');
+const { counters, createCountersReader } = require('./counters');
 const { fromOptions } = require('./config');
 const { ProfileReads, SHARED_PROFILE } = require('./profile-reads');
 const { currentAgent, setCurrentAgent } = require('./current-agent');
@@ -33,9 +34,8 @@ const { markOwnServer } = require('./instrument/servers');
 const { report } = require('./preload-report');
 const { retainersPathOf } = require('./dump-files');
 // The endpoint (./endpoint, ./retainers-endpoint and node:http, its streams and sockets), pushing
-// (./push, ./otlp) and the growth watch (./growth, ./counters) are loaded by the method that starts
-// them: a configuration pays the start-up instructions of what it uses only (with the defaults,
-// none).
+// (./push, ./otlp) and the growth watch (./growth) are loaded by the method that starts them: a
+// configuration pays the start-up instructions of what it uses only (with the defaults, none).
 
 // Milliseconds on a monotonic clock (node:perf_hooks' performance.now() without loading it: the
 // module and its bindings cost start-up instructions).
@@ -258,7 +258,7 @@ class Agent {
 
   // Per-label counters (see counters()).
   counters() {
-    return require('./counters').counters();
+    return counters();
   }
 
   // What retains the session's live sampled objects per label group (handle.retainers(key)): one
@@ -389,7 +389,7 @@ class Agent {
     });
     // A counters reader of its own, so that its snapshots never end a metrics adapter's or the
     // app's external-peak period (lib/counters.js).
-    this.#watchCounters = require('./counters').createCountersReader();
+    this.#watchCounters = createCountersReader();
     this.#watchTimer = setInterval(() => this.#snapshot(), options.watchInterval * 1000);
     this.#watchTimer.unref();
   }

@@ -81,7 +81,31 @@ function wayToReplace(file) {
   return 'install the package again (remove node_modules/heap-labels, then `npm install` or `npm ci`)';
 }
 
+// The addons this realm has loaded, by file, shared by every copy of lib/ evaluated in it. A module
+// registry reset (hot reload; a test clearing require.cache, the addon's entry too) makes the next
+// require() of a lib/ module evaluate it again, and the realm's first instance (lib/instance.js)
+// still loads some modules on first use (the agent, the endpoint, the integrations): their fresh
+// copy of this module must hand them the addon whose state the instance's sessions and labels live
+// in, not a second load of the file (Node.js would initialise the addon again, with empty state).
+const kLoaded = Symbol.for('heap-labels.loaded-addons');
+
+function loadedAddons() {
+  const descriptor = Object.getOwnPropertyDescriptor(globalThis, kLoaded);
+  if (descriptor !== undefined && descriptor.value instanceof Map) return descriptor.value;
+  const loaded = new Map();
+  Object.defineProperty(globalThis, kLoaded, { value: loaded, enumerable: false, writable: false, configurable: false });
+  return loaded;
+}
+
 function load(file) {
+  const loaded = loadedAddons();
+  if (loaded.has(file)) return loaded.get(file);
+  const exports = loadFile(file);
+  loaded.set(file, exports);
+  return exports;
+}
+
+function loadFile(file) {
   const problem = addonFileProblem(file);
   if (problem !== undefined) {
     throw new Error(`heap-labels: the native addon ${file} cannot be loaded: ${problem}. Way out: ${wayToReplace(file)}.`);

@@ -6,9 +6,14 @@ const { native } = require('./native');
 const { internPairs, labelsOfSets, isReservedKey, reservedReason } = require('./labels');
 const { RULES, DEFAULTS } = require('./session-options');
 const { coded } = require('./node-errors');
-// What only an encoding, the group stats, the retainers or a snapshot uses (./otlp,
-// ./group-stats, ./retainers, ./labeled-snapshot) is loaded by the method that needs it: a process
-// that only starts a session (the preload) does not parse them at start-up.
+const { readHeapStats } = require('./group-stats');
+const { readRetainers } = require('./retainers');
+const { writeSnapshot } = require('./labeled-snapshot');
+// ./otlp (stateless: the options of an OTLP encoding) is loaded by toOtlp(), its one user here: a
+// process that only starts a session (the preload) does not parse it at start-up. Modules that reach
+// the addon or hold state load with this one: a lazy require() after a module registry reset (Jest,
+// hot reload) would load fresh copies of them, with a fresh addon state, under the realm's first
+// instance (lib/instance.js).
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
 
@@ -244,20 +249,20 @@ class HeapProfileHandle {
   getHeapStats(options) {
     const advancePeakWindow = statsOptions(options);
     if (this.#stopped) return undefined;
-    return require('./group-stats').readHeapStats(this.#session, advancePeakWindow);
+    return readHeapStats(this.#session, advancePeakWindow);
   }
 
   // What retains the session's live sampled objects, per label group (by full set, or by `key`'s
   // value): one heap snapshot joined to the samples, on the labeled runtime (sample-labels API
   // version 3). Pauses the app for the snapshot and its walk; `{ force: true }` skips the room check.
   retainers(key, options) {
-    return require('./retainers').readRetainers(this.#session, key, options);
+    return readRetainers(this.#session, key, options);
   }
 
   // A heap snapshot file (v8.writeHeapSnapshot's); with `labels: true` (labeled runtime, session
   // running) a node per label group with weak edges to its sampled objects. Pauses the app.
   writeHeapSnapshot(options) {
-    return require('./labeled-snapshot').writeSnapshot(this.#session, options);
+    return writeSnapshot(this.#session, options);
   }
 
   [dispose]() {

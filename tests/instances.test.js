@@ -19,10 +19,15 @@ function assertShared(out) {
   assert.deepEqual(out.seen, { route: '/seen' }, 'labels set through the first instance are the second one\'s');
   assert.deepEqual(out.seenBack, { route: '/back' }, 'and the other way round');
   assert.equal(out.kept, 300);
+  // The session's other reads, through the first instance, reach the session (a read that loaded
+  // fresh module copies would find no session: sampleInterval 0, no groups).
+  assert.equal(out.counters.sampleInterval, 4096, 'labelCounters() reads the running session');
   if (!patched) {
     assert.deepEqual(out.groups.map((g) => g.route), [null], 'stock runtimes carry no sample labels');
     return;
   }
+  assert.ok(out.counters.routes.includes('/other'), `labelCounters() counts the labeled samples: ${JSON.stringify(out.counters)}`);
+  assert.deepEqual(out.stats, ['/other'], 'getHeapStats() groups them by route');
   const total = out.groups.reduce((sum, g) => sum + g.bytes, 0);
   const other = out.groups.find((g) => g.route === '/other')?.bytes ?? 0;
   assert.ok(other / total >= 0.8, `a session of one instance captures labels set through the other: ${JSON.stringify(out.groups)}`);
@@ -32,6 +37,7 @@ test('re-required after clearing require.cache (a module registry reset): one se
   const out = scenario('reload');
   assertShared(out);
   assert.equal(out.addons[0], out.addons[1], 'the first instance serves both');
+  assert.equal(out.agentInterval, 8192, 'an agent started after the reset runs on the first instance\'s addon state');
 });
 
 test('a second copy of the package at another path: one set of labels', () => {
