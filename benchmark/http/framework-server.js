@@ -25,7 +25,8 @@
 // mode): GET /__bench/restart stops the profile and starts a new one with the same options (the
 // allocation benchmark's start of measurement, after the warm-up), GET /__bench/allocations reads
 // the profile and answers the bytes it holds grouped by who allocated them (allocationsByOwner),
-// GET /__bench/retained how many objects --retain keeps.
+// GET /__bench/retained how many objects --retain keeps, GET /__bench/gc runs a full GC (with
+// node --expose-gc).
 // Prints "LISTENING <port>" when ready.
 
 const http = require('node:http');
@@ -170,6 +171,9 @@ function bench(req, res) {
     profile.stop();
     profile = heapLabels.startHeapProfile(profileOptions);
     body = { restarted: true };
+  } else if (req.url === '/__bench/gc' && typeof globalThis.gc === 'function') {
+    globalThis.gc(); // a full GC (node --expose-gc): instructions.js starts a window right after one
+    body = { gc: true };
   } else if (req.url === '/__bench/retained') {
     body = { retained: retained.length }; // (also what keeps them alive: this listener lives)
   } else if (req.url === '/__bench/allocations' && profile) {

@@ -8,6 +8,7 @@
 //        [--apps http,express4,express5,fastify,koa] [--intervals 524288,65536]
 //        [--framework-modes sampling,integration,automatic] [--framework-runtimes patched,stock]
 //        [--threads all|main] [--node-flags '--single-threaded --random-seed=42'] [--concurrency 8]
+//        [--gc-window]
 //
 // Apps (--apps, default http):
 // - http: the HTTP benchmark's app server (app-server.js, database server, three routes). For each
@@ -53,7 +54,8 @@ const frameworkRuntimes = arg('framework-runtimes', 'patched').split(',');
 // collections land in the measured window) and fixes the sampling intervals, so that runs of one
 // mode agree closely and differences of 1-2 % between modes can be read.
 const nodeFlags = (arg('node-flags', '') || '').split(/\s+/).filter(Boolean);
-const flagsNote = nodeFlags.length === 0 ? '' : `, node ${nodeFlags.join(' ')}`;
+const flagsNote =
+  (nodeFlags.length === 0 ? '' : `, node ${nodeFlags.join(' ')}`) + (process.argv.includes('--gc-window') ? ', a full GC before each window' : '');
 // Each run counts every thread apart (--separate-threads): `all` is the sum (JIT compilers,
 // concurrent GC and the profiler included), `main` the main thread's (steadier from run to run:
 // without the background work, whose share varies with timing). --threads picks the count the
@@ -62,6 +64,12 @@ const threads = arg('threads', 'all');
 // Requests in flight at once. 1 makes the work per request independent of how the load generator's
 // requests happen to batch into socket reads; 8 is closer to a server under load.
 const concurrency = Number(arg('concurrency', 8));
+// --gc-window (framework apps): a full GC right before each measured window (node --expose-gc,
+// GET /__bench/gc, not counted), so that every run's window starts at the same point of V8's
+// full-GC cycle. Without it a window shorter than the time between two full GCs holds zero or one
+// of them by chance (express: 70M instructions, 35k per request over 2,000 requests); with it, a
+// window long enough for several (--requests) counts each mode's own share.
+const gcWindow = process.argv.includes('--gc-window');
 if (!['all', 'main'].includes(threads)) throw new Error('--threads must be all or main');
 if (!patched) throw new Error('--node <path of the node to measure> is required');
 const FRAMEWORKS = ['express4', 'express5', 'fastify', 'koa'];
@@ -117,6 +125,7 @@ async function measure(run, dir) {
       '--separate-threads=yes',
       run.node,
       '--experimental-async-context-frame',
+      ...(gcWindow ? ['--expose-gc'] : []),
       ...nodeFlags,
       ...run.args,
     ],
@@ -130,6 +139,10 @@ async function measure(run, dir) {
     const timeoutMs = 180_000;
     const nextPath = cycle(run.paths);
     await runLoad({ port, requests: warmup, concurrency, nextPath, timeoutMs });
+    if (gcWindow && run.app !== 'http') {
+      const gc = await runLoad({ port, requests: 1, concurrency: 1, nextPath: () => '/__bench/gc', timeoutMs });
+      if (gc.statuses[200] !== 1) throw new Error(`${run.name}: /__bench/gc answered ${JSON.stringify(gc.statuses)}`);
+    }
     execFileSync('callgrind_control', ['-i', 'on', String(pid)], { stdio: 'ignore' });
     execFileSync('callgrind_control', ['-z', String(pid)], { stdio: 'ignore' });
     const load = await runLoad({ port, requests, concurrency, nextPath, timeoutMs });
