@@ -25,8 +25,8 @@
 // warm-up long enough for V8 to finish tiering up fits in a run); after the warm-up requests
 // instrumentation is switched on and the counters zeroed (callgrind_control -i on, -z), the measured
 // requests run, and the counters are dumped (callgrind_control -d): instructions of exactly those
-// requests, JIT, GC and profiler included. Sampling is random, so each mode runs --repeat times, in alternating order. Prints
-// markdown tables with the ratios.
+// requests, JIT, GC and profiler included. Sampling is random, so each mode runs --repeat times, in
+// alternating order. Prints markdown tables with the ratios.
 
 const { spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -54,8 +54,6 @@ const frameworkRuntimes = arg('framework-runtimes', 'patched').split(',');
 // collections land in the measured window) and fixes the sampling intervals, so that runs of one
 // mode agree closely and differences of 1-2 % between modes can be read.
 const nodeFlags = (arg('node-flags', '') || '').split(/\s+/).filter(Boolean);
-const flagsNote =
-  (nodeFlags.length === 0 ? '' : `, node ${nodeFlags.join(' ')}`) + (process.argv.includes('--gc-window') ? ', a full GC before each window' : '');
 // Each run counts every thread apart (--separate-threads): `all` is the sum (JIT compilers,
 // concurrent GC and the profiler included), `main` the main thread's (steadier from run to run:
 // without the background work, whose share varies with timing). --threads picks the count the
@@ -70,6 +68,8 @@ const concurrency = Number(arg('concurrency', 8));
 // of them by chance (express: 70M instructions, 35k per request over 2,000 requests); with it, a
 // window long enough for several (--requests) counts each mode's own share.
 const gcWindow = process.argv.includes('--gc-window');
+const flagsNote =
+  (nodeFlags.length === 0 ? '' : `, node ${nodeFlags.join(' ')}`) + (gcWindow ? ', a full GC before each window' : '');
 if (!['all', 'main'].includes(threads)) throw new Error('--threads must be all or main');
 if (!patched) throw new Error('--node <path of the node to measure> is required');
 const FRAMEWORKS = ['express4', 'express5', 'fastify', 'koa'];
