@@ -1,35 +1,44 @@
 #include "heap_labels/label_holder.h"
 
+#include <utility>
+
 #include "heap-labels/src/bridge.rs.h"
 #include "heap_labels/v8_compat.h"
 
 namespace heap_labels {
 
-// A weak handle to one holder, the label word it owns and, while it is bound
-// to the overflow set, its pending labels.
-struct LabelHolders::Record {
-  LabelHolders* owner;
-  v8::Global<v8::Object> holder;
-  std::size_t word;
-  std::size_t pending;
-  std::uint64_t serial;
-};
+namespace {
+
+// Field 1 of a holder: its serial number as an even "aligned pointer".
+// Serials stay below 2^53 (lib/ keeps them in doubles), so the shift loses
+// nothing.
+void* SerialField(std::uint64_t serial) {
+  return reinterpret_cast<void*>(static_cast<std::uintptr_t>(serial << 1));
+}
+
+std::uint64_t SerialFromField(void* field) {
+  return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(field)) >>
+         1;
+}
+
+}  // namespace
 
 LabelHolders::~LabelHolders() {
   // Isolate teardown: holders that are still alive will never be collected
   // by this addon instance, so release their words here.
-  for (Record* record : records_) {
-    record->holder.Reset();
-    Release(record);
+  for (auto& [serial, record] : records_) {
+    record.holder.Reset();
+    Release(&record);
   }
 }
 
-// Gives back what a record owns and frees it: an atomic decrement and plain
-// frees, so it may run inside GC weak processing.
+// Gives back what a record owns (the caller frees the record): an atomic
+// decrement and plain frees, so it may run inside GC weak processing.
 void LabelHolders::Release(Record* record) {
   release_label_word(record->word);
   if (record->pending != 0) drop_pending_labels(record->pending);
-  delete record;
+  record->word = 0;
+  record->pending = 0;
 }
 
 // Holders come from one template with the `labels` property in place: V8
@@ -70,48 +79,56 @@ v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
     if (pending != 0) drop_pending_labels(pending);
     return {};
   }
-  auto* record = new Record{this, v8::Global<v8::Object>(isolate_, holder),
-                            word, pending, next_serial_++};
-  // Arc<LabelSet> pointers and records are at least 8-byte aligned, as V8
-  // requires (2).
+  const std::uint64_t key = next_serial_++;
+  Record* record =
+      &records_
+           .try_emplace(key, Record{this, v8::Global<v8::Object>(isolate_, holder),
+                                    word, pending, key})
+           .first->second;
+  // Arc<LabelSet> pointers are at least 8-byte aligned and the serial field
+  // is even, as V8 requires (2).
   SetAlignedPointer(holder, kHolderWordField, reinterpret_cast<void*>(word));
-  SetAlignedPointer(holder, kHolderRecordField, record);
+  SetAlignedPointer(holder, kHolderRecordField, SerialField(key));
   record->holder.SetWeak(record, &LabelHolders::OnHolderCollected,
                          v8::WeakCallbackType::kParameter);
-  records_.insert(record);
-  by_serial_.emplace(record->serial, record);
   if (pending != 0) overflowed_.insert(record);
-  *serial = record->serial;
+  *serial = key;
   return scope.Escape(holder);
 }
 
 std::uint64_t LabelHolders::SerialOf(v8::Local<v8::Value> holder) const {
-  Record* record = RecordOf(holder);
+  const Record* record = RecordOf(holder);
   return record == nullptr ? 0 : record->serial;
 }
 
 v8::MaybeLocal<v8::Object> LabelHolders::Find(std::uint64_t serial) const {
-  auto found = by_serial_.find(serial);
-  if (found == by_serial_.end() || found->second->holder.IsEmpty()) return {};
-  return found->second->holder.Get(isolate_);
+  auto found = records_.find(serial);
+  if (found == records_.end() || found->second.holder.IsEmpty()) return {};
+  return found->second.holder.Get(isolate_);
 }
 
 // Only objects made by Create() with a record that is still ours count: a
-// value from anywhere else is refused, never dereferenced as a record.
-LabelHolders::Record* LabelHolders::RecordOf(v8::Local<v8::Value> value) const {
+// value from anywhere else is refused. Its field 1 is only a key: the record
+// found under it must hold this very object.
+const LabelHolders::Record* LabelHolders::RecordOf(
+    v8::Local<v8::Value> value) const {
   if (value.IsEmpty() || !value->IsObject()) return nullptr;
   v8::Local<v8::Object> object = value.As<v8::Object>();
   if (object->InternalFieldCount() != kHolderFieldCount) return nullptr;
-  auto* record =
-      static_cast<Record*>(GetAlignedPointer(object, kHolderRecordField));
-  if (records_.count(record) == 0) return nullptr;
-  if (record->holder.Get(isolate_) != object) return nullptr;
-  return record;
+  auto found = records_.find(
+      SerialFromField(GetAlignedPointer(object, kHolderRecordField)));
+  if (found == records_.end()) return nullptr;
+  if (found->second.holder.Get(isolate_) != object) return nullptr;
+  return &found->second;
+}
+
+LabelHolders::Record* LabelHolders::RecordOf(v8::Local<v8::Value> value) {
+  return const_cast<Record*>(std::as_const(*this).RecordOf(value));
 }
 
 bool LabelHolders::Binding(v8::Local<v8::Value> holder, std::size_t* word,
                            std::size_t* pending) const {
-  Record* record = RecordOf(holder);
+  const Record* record = RecordOf(holder);
   if (record == nullptr) return false;
   *word = record->word;
   *pending = record->pending;
@@ -152,12 +169,13 @@ std::vector<v8::Local<v8::Object>> LabelHolders::Overflowed() const {
 // JS or V8 APIs other than Reset, or block.
 void LabelHolders::OnHolderCollected(const v8::WeakCallbackInfo<Record>& info) {
   Record* record = info.GetParameter();
+  LabelHolders* owner = record->owner;
+  const std::uint64_t serial = record->serial;
   record->holder.Reset();
-  record->owner->records_.erase(record);
-  record->owner->overflowed_.erase(record);
-  record->owner->by_serial_.erase(record->serial);
-  record->owner->collected_++;
   Release(record);
+  owner->overflowed_.erase(record);
+  owner->collected_++;
+  owner->records_.erase(serial);  // frees `record`
 }
 
 }  // namespace heap_labels

@@ -70,27 +70,59 @@ class LabelState {
     this.kept = undefined;
     this.pin = false;
     this.pinned = undefined;
-    // The id lib/label-sets.js names it under (-1: none): while it does, `bound` holds it.
+    // The id lib/label-sets.js names it under (-1: none): while it does, its key's entry holds it
+    // strongly.
     this.id = -1;
+    // Whether it was ever held weakly under its key (registered with `forget`), and whether a
+    // holder was ever made for it.
+    this.weak = false;
+    this.held = false;
   }
 }
 
-const stateOf = new WeakMap(); // frozen labels made here -> LabelState
+// The LabelState of each frozen label object made here rides on the object itself, in a private
+// field added before it is frozen (the returned-object idiom: a base constructor that returns the
+// object lets a subclass add its field to it). Not a WeakMap: a new set then cost an ephemeron
+// insertion, its write barrier and the table's rehashing as sets come and go, about a tenth of a
+// first use's time. A private field is invisible to the user (no key, no descriptor, no Proxy trap)
+// and to other copies of this module, which have their own.
+class ObjectOf {
+  constructor(object) {
+    return object;
+  }
+}
 
-// One frozen object per content, by canonical key, in two maps. `bound`: the objects of the sets
-// lib/label-sets.js names (its entry goes when that id goes to another set), held strongly, as the
-// label-sets cache holds them: a new set's object is bound when its holder is made, and no WeakRef
-// is made for it (one would keep it, and with it its state, to the end of the job: a synchronous
-// batch of a million new sets would keep a million). `byKey`: every other object (made for a
-// profile's groups, an integration's extra labels, a holder on the overflow set), weakly. Lookups
-// try `bound` first.
-const bound = new Map(); // canonical key -> frozen labels
-const byKey = new Map(); // canonical key -> WeakRef(frozen labels)
+class LabelStateField extends ObjectOf {
+  #state;
+
+  constructor(labels, state) {
+    super(labels);
+    this.#state = state;
+  }
+
+  // The state of `value` when it is a label object made here (undefined for anything else, Proxy
+  // included: `#state in` runs no trap).
+  static of(value) {
+    return typeof value === 'object' && value !== null && #state in value ? value.#state : undefined;
+  }
+}
+
+const stateOf = { get: LabelStateField.of, set: (labels, state) => new LabelStateField(labels, state) };
+
+// One frozen object per content, by canonical key, in one map whose entry is either the object
+// itself or a WeakRef to it. Strongly: the objects of the sets lib/label-sets.js names ("bound";
+// the entry goes back to weak, or goes, when that id goes to another set), held as the label-sets
+// cache holds them: a new set's object is bound when its holder is made, and no WeakRef is made for
+// it (one would keep it, and with it its state, to the end of the job: a synchronous batch of a
+// million new sets would keep a million). Weakly: every other object (made for a profile's groups,
+// an integration's extra labels, a holder on the overflow set). One map, so that a new set costs
+// one lookup of its key, not one per map: string-keyed lookups were a tenth of a first use's time.
+const objectOfKey = new Map(); // canonical key -> frozen labels | WeakRef(frozen labels)
 const objectPrototypes = new WeakSet(); // other realms' Object.prototype objects seen
 const frozenUserLabels = new WeakMap(); // a user's frozen label object -> its interned equal
 const forget = new FinalizationRegistry((key) => {
-  const ref = byKey.get(key);
-  if (ref !== undefined && ref.deref() === undefined) byKey.delete(key);
+  const entry = objectOfKey.get(key);
+  if (entry instanceof WeakRef && entry.deref() === undefined) objectOfKey.delete(key);
 });
 
 function describe(value) {
@@ -327,8 +359,9 @@ function internPairs(keys, values, weak = true) {
   const labels = {};
   for (let i = 0; i < keys.length; i++) labels[keys[i]] = values[i];
   Object.freeze(labels);
-  stateOf.set(labels, new LabelState(key, !keys.some(isReservedKey)));
-  if (weak) keepWeakly(labels, key);
+  const state = new LabelState(key, !keys.some(isReservedKey));
+  stateOf.set(labels, state);
+  if (weak) keepWeakly(labels, state);
   return labels;
 }
 
@@ -341,28 +374,35 @@ function pairsOf(labels) {
 
 // The frozen object of canonical key `key`, if there is one.
 function labelsOfKey(key) {
-  return bound.get(key) ?? byKey.get(key)?.deref();
+  const entry = objectOfKey.get(key);
+  return entry instanceof WeakRef ? entry.deref() : entry;
 }
 
-function keepWeakly(labels, key) {
-  byKey.set(key, new WeakRef(labels));
-  forget.register(labels, key);
+// (Only while `key` has no object.)
+function keepWeakly(labels, state) {
+  objectOfKey.set(state.key, new WeakRef(labels));
+  if (!state.weak) forget.register(labels, state.key);
+  state.weak = true;
 }
 
 // lib/label-sets.js names `labels` (its set's key, from the addon): it is the object of that set,
-// held in `bound`. The object lib/label-sets.js named under that id before, if another, is not
-// any more (its set was pruned): it leaves `bound` unless it names another set now.
+// held strongly. The object lib/label-sets.js named under that id before, if another, is not any
+// more (its set was pruned): it is held weakly again if it was before it was bound, and not at all
+// otherwise, unless it names another set now.
 function bindLabels(labels, state, id, generation) {
   const evicted = rememberSet(id, generation, labels);
   if (evicted !== undefined && evicted !== labels) {
     const old = stateOf.get(evicted);
+    // While a state's id is set, its key's entry is its object: only bindLabels binds, and it
+    // binds only the object of its content (holderOnOverflow and labelsOfSets hand it no other).
     if (old !== undefined && old.id === id) {
       old.id = -1;
-      if (bound.get(old.key) === evicted) bound.delete(old.key);
+      if (old.weak) objectOfKey.set(old.key, new WeakRef(evicted));
+      else objectOfKey.delete(old.key);
     }
   }
   state.id = id;
-  bound.set(state.key, labels);
+  objectOfKey.set(state.key, labels);
 }
 
 function isSorted(keys) {
@@ -475,9 +515,14 @@ function holderOnOverflow(labels, state) {
   if (holder === undefined) {
     // An object whose set was pruned while it was kept (by the user, or a profile) may have been
     // replaced as the object of its content by an equal one since: contexts entered with either
-    // get the one profiles name.
-    const canonical = labelsOfKey(state.key);
-    if (canonical !== undefined && canonical !== labels) return keptHolderOf(canonical);
+    // get the one profiles name. An object that never had a holder is the object of its content
+    // (it was made on a miss, and is held under its key, or under none yet when it was made for
+    // this call): no lookup, which a first use would pay for nothing.
+    if (state.held) {
+      const canonical = labelsOfKey(state.key);
+      if (canonical !== undefined && canonical !== labels) return keptHolderOf(canonical);
+    }
+    state.held = true;
     // One addon call makes the holder (frozen, `labels` its read-only property) and binds it.
     holder = native.createLabelHolder(state.key, labels, setKey);
   } else {
@@ -485,7 +530,7 @@ function holderOnOverflow(labels, state) {
   }
   const id = setKey[0];
   if (id >= 0) bindLabels(labels, state, id, setKey[1]);
-  else if (labelsOfKey(state.key) === undefined) keepWeakly(labels, state.key); // {}, or overflowed
+  else if (labelsOfKey(state.key) === undefined) keepWeakly(labels, state); // {}, or overflowed
   if (id === NO_SET_OF_ITS_OWN) {
     // A holder of these labels bound to their own set was collected: the labels are on the
     // overflow set now, and no holder of theirs is settled.

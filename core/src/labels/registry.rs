@@ -181,13 +181,9 @@ impl LabelRegistry {
         assert_outside_v8_callback("the registry's intern maps");
         let hash = self.hash_pairs(pairs.as_ref());
 
-        if let Some(bucket) = self.by_hash.get(&hash) {
-            if let Some(set) = bucket.iter().find(|s| s.same_pairs(pairs.as_ref())) {
-                return Ok(Arc::clone(set));
-            }
-        }
-
-        // Miss: take the shard's write lock and look again (another thread may have won the race).
+        // Straight to the shard's write lock: lib/ finds the sets it knows without an intern, so
+        // what reaches here is mostly new, and a read-locked look first would probe the (cold,
+        // when sets come and go) table twice per new set.
         let mut bucket = self.by_hash.entry(hash).or_default();
         if let Some(set) = bucket.iter().find(|s| s.same_pairs(pairs.as_ref())) {
             return Ok(Arc::clone(set));

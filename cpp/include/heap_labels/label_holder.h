@@ -5,7 +5,8 @@
 //            null for the empty set, which is no labels). The holder owns one
 //            strong reference, released by a weak callback when the holder is
 //            collected.
-//   field 1: aligned pointer to the holder's Record (below).
+//   field 1: the holder's serial number, shifted left by one (an even value,
+//            as an aligned pointer must be): the key of its Record (below).
 // Its frozen labels object is its read-only property `labels` (a property read
 // is what getHeapProfileLabels() needs; no native call): every holder has the
 // property from the template (writable, not enumerable), a label holder gets
@@ -96,22 +97,31 @@ class LabelHolders {
   std::uint64_t collected() const { return collected_; }
 
  private:
-  struct Record;
+  // A weak handle to one holder, the label word it owns and, while it is
+  // bound to the overflow set, its pending labels.
+  struct Record {
+    LabelHolders* owner;
+    v8::Global<v8::Object> holder;
+    std::size_t word;
+    std::size_t pending;
+    std::uint64_t serial;
+  };
 
   v8::Local<v8::ObjectTemplate> Template();
-  Record* RecordOf(v8::Local<v8::Value> holder) const;
+  Record* RecordOf(v8::Local<v8::Value> holder);
+  const Record* RecordOf(v8::Local<v8::Value> holder) const;
   static void Release(Record* record);
   static void OnHolderCollected(const v8::WeakCallbackInfo<Record>& info);
 
   v8::Isolate* const isolate_;
   v8::Global<v8::ObjectTemplate> template_;
   v8::Global<v8::String> labels_name_;
-  // Owned; removed by the weak callback or freed by the destructor.
-  std::unordered_set<Record*> records_;
+  // The records of live holders by serial number, in the map's nodes (one
+  // allocation per holder; nodes do not move): erased by the weak callback,
+  // released by the destructor.
+  std::unordered_map<std::uint64_t, Record> records_;
   // The records with pending labels (a subset of records_).
   std::unordered_set<Record*> overflowed_;
-  // The records by serial number (the same records as records_).
-  std::unordered_map<std::uint64_t, Record*> by_serial_;
   std::uint64_t next_serial_ = 1;
   std::uint64_t collected_ = 0;
 };
