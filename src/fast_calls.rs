@@ -1,6 +1,7 @@
 //! The two addon calls every labeled request makes (late binding, docs/architecture.md): a request
 //! holder at its start (`createRequestHolder`) and its binding to the route at routing
-//! (`bindRequestHolder`), as plain N-API callbacks.
+//! (`bindRequestHolder`), and the one call of a label set's first use (`createLabelHolder`), as
+//! plain N-API callbacks.
 //!
 //! Why not `#[napi]` functions. napi-rs's generated wrapper of a function with arguments opens,
 //! defers and releases a borrow scope on every call (about 1,000 instructions), and
@@ -119,6 +120,136 @@ unsafe extern "C" fn bind_request_holder_cb(
     }
 }
 
+/// A label set's canonical key as the callback reads it: from a buffer on the stack when it fits
+/// (label sets usually do), otherwise from the heap. One `napi_get_value_string_utf8` for a short
+/// key, instead of napi-rs's two (its length, then its bytes) and an allocation.
+const STACK_KEY_BYTES: usize = 512;
+
+/// The UTF-8 text of the JS string `value`, into `stack` when it fits, else into `heap`.
+///
+/// # Safety
+/// `env` must be the env of the running callback and `value` one of its napi_values.
+unsafe fn read_string<'a>(
+    env: sys::napi_env,
+    value: sys::napi_value,
+    stack: &'a mut [u8; STACK_KEY_BYTES],
+    heap: &'a mut Vec<u8>,
+) -> error::Result<&'a str> {
+    let not_a_string = || error::Error::Native("createLabelHolder: pairs must be a string".into());
+    let mut written = 0usize;
+    // SAFETY: the caller's contract; `stack` has room for its length, a terminating NUL included.
+    let status = unsafe {
+        sys::napi_get_value_string_utf8(
+            env,
+            value,
+            stack.as_mut_ptr().cast(),
+            STACK_KEY_BYTES,
+            &mut written,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        return Err(not_a_string());
+    }
+    // Room for a character (at most 4 bytes of UTF-8) left after it: the whole string. V8 cuts a
+    // string before the first character that does not fit, so a cut one leaves less.
+    let bytes: &'a [u8] = if STACK_KEY_BYTES - 1 - written >= 4 {
+        &stack[..written]
+    } else {
+        let mut length = 0usize;
+        // SAFETY: as above; a null buffer asks for the length in bytes.
+        let status =
+            unsafe { sys::napi_get_value_string_utf8(env, value, ptr::null_mut(), 0, &mut length) };
+        if status != sys::Status::napi_ok {
+            return Err(not_a_string());
+        }
+        heap.resize(length + 1, 0);
+        // SAFETY: as above; `heap` has room for the string and its NUL.
+        let status = unsafe {
+            sys::napi_get_value_string_utf8(
+                env,
+                value,
+                heap.as_mut_ptr().cast(),
+                length + 1,
+                &mut written,
+            )
+        };
+        if status != sys::Status::napi_ok {
+            return Err(not_a_string());
+        }
+        &heap[..written]
+    };
+    // V8 writes well-formed UTF-8 (a lone surrogate becomes U+FFFD; lib/ rejects those first).
+    std::str::from_utf8(bytes).map_err(|_| not_a_string())
+}
+
+/// The elements of the Float64Array `value`.
+///
+/// # Safety
+/// As for [`read_string`]; the slice is valid until the callback returns and no JS runs meanwhile
+/// (lib/ makes the array on a plain, not shared, ArrayBuffer).
+unsafe fn float64_elements<'a>(
+    env: sys::napi_env,
+    value: sys::napi_value,
+) -> error::Result<&'a mut [f64]> {
+    let mut kind = 0;
+    let mut length = 0usize;
+    let mut data = ptr::null_mut();
+    // SAFETY: the caller's contract; the out-pointers are valid.
+    let status = unsafe {
+        sys::napi_get_typedarray_info(
+            env,
+            value,
+            &mut kind,
+            &mut length,
+            &mut data,
+            ptr::null_mut(),
+            ptr::null_mut(),
+        )
+    };
+    if status != sys::Status::napi_ok
+        || kind != sys::TypedarrayType::float64_array
+        || data.is_null()
+    {
+        return Err(error::Error::Native(
+            "createLabelHolder: setKey must be a Float64Array".into(),
+        ));
+    }
+    // SAFETY: N-API gave the array's data pointer (aligned for its element type) and length.
+    Ok(unsafe { std::slice::from_raw_parts_mut(data.cast::<f64>(), length) })
+}
+
+/// `createLabelHolder(pairs, labels, setKey)`.
+unsafe extern "C" fn create_label_holder_cb(
+    env: sys::napi_env,
+    info: sys::napi_callback_info,
+) -> sys::napi_value {
+    // SAFETY: N-API calls this with its env and callback info.
+    let Some(([pairs, labels, set_key], data)) = (unsafe { call_args::<3>(env, info) }) else {
+        return thrown(
+            env,
+            error::Error::Native("createLabelHolder: no call info".into()),
+        );
+    };
+    // SAFETY: as in create_request_holder_cb.
+    let state = unsafe { &mut *(data as *mut IsolateAddon) };
+    let mut stack = [0u8; STACK_KEY_BYTES];
+    let mut heap = Vec::new();
+    // SAFETY: inside this callback on the isolate thread; the three are its napi_values.
+    let made = unsafe {
+        read_string(env, pairs, &mut stack, &mut heap).and_then(|pairs| {
+            let out = float64_elements(env, set_key)?;
+            let (holder, bound, serial) =
+                crate::create_label_holder_in(state, pairs, labels as usize)?;
+            crate::write_set_key_into(out, bound, serial)?;
+            Ok(holder)
+        })
+    };
+    match made {
+        Ok(holder) => holder as sys::napi_value,
+        Err(error) => thrown(env, error),
+    }
+}
+
 /// Defines `name` on `exports` as the N-API function `cb` with `state` as its data.
 fn define(
     env: &Env,
@@ -149,8 +280,8 @@ fn define(
     })
 }
 
-/// The module's export hook (after the `#[napi]` exports are registered): replaces the two
-/// per-request exports with the callbacks above, bound to this env's state.
+/// The module's export hook (after the `#[napi]` exports are registered): replaces the three
+/// exports with the callbacks above, bound to this env's state.
 #[napi(module_exports)]
 pub fn install_fast_calls(mut exports: Object<'_>, env: Env) -> napi::Result<()> {
     let state: *mut IsolateAddon = isolate_state(&env).map_err(|e| e.throw(&env))?;
@@ -166,6 +297,13 @@ pub fn install_fast_calls(mut exports: Object<'_>, env: Env) -> napi::Result<()>
         &mut exports,
         "bindRequestHolder",
         Some(bind_request_holder_cb),
+        state,
+    )?;
+    define(
+        &env,
+        &mut exports,
+        "createLabelHolder",
+        Some(create_label_holder_cb),
         state,
     )?;
     Ok(())

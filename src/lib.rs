@@ -142,7 +142,11 @@ fn write_set_key(
 ) -> error::Result<()> {
     // SAFETY: no JS runs until the napi call that passed `set_key` returns, and lib/ makes it on a
     // plain (not shared) ArrayBuffer, so nothing else touches it while this slice lives.
-    let out = unsafe { set_key.as_mut() };
+    write_set_key_into(unsafe { set_key.as_mut() }, bound, serial)
+}
+
+/// [`write_set_key`] into the elements of the array.
+pub fn write_set_key_into(out: &mut [f64], bound: labels::Bound, serial: u64) -> error::Result<()> {
     let [id, generation, holder_serial, ..] = out else {
         return Err(Error::Native("setKey must have three elements".into()));
     };
@@ -186,26 +190,34 @@ pub fn create_label_holder<'env>(
 ) -> napi::Result<Object<'env>> {
     let mut run = || -> error::Result<Object<'env>> {
         let state = isolate_state(env)?;
-        labels::make_room(state);
-        let binding = labels::bind_new_holder(&state.registry, labels::parse_pairs(&pairs)?)?;
-        // Read before the holder takes the binding; its word stays alive with the holder, a
-        // napi_value of this call.
-        let bound = labels::bound_to(&binding);
-        // SAFETY: inside this napi callback on the isolate thread; the binding was just made by
-        // `bind_new_holder` (the holder takes it over, also on failure); `labels` is one of this
-        // callback's values.
-        let made = unsafe {
-            state
-                .v8_mut()
-                .create_label_holder(binding, labels.raw() as usize)?
-        };
-        write_set_key(&mut set_key, bound, made.serial)?;
-        Ok(Object::from_raw(
-            env.raw(),
-            made.holder as napi::sys::napi_value,
-        ))
+        // SAFETY: inside this napi callback on the isolate thread; `labels` is one of its values.
+        let (holder, bound, serial) =
+            unsafe { create_label_holder_in(state, &pairs, labels.raw() as usize)? };
+        write_set_key(&mut set_key, bound, serial)?;
+        Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
     };
     run().map_err(|e| e.throw(env))
+}
+
+/// The work of `createLabelHolder` (also its fast callback, src/fast_calls.rs): the new holder (a
+/// napi_value of the current call), its binding and its serial number.
+///
+/// # Safety
+/// Must run inside a napi callback on the isolate thread; `labels` is one of its napi_values.
+pub unsafe fn create_label_holder_in(
+    state: &mut state::IsolateAddon,
+    pairs: &str,
+    labels: usize,
+) -> error::Result<(usize, labels::Bound, u64)> {
+    labels::make_room(state);
+    let binding = labels::bind_new_holder(&state.registry, labels::parse_pairs(pairs)?)?;
+    // Read before the holder takes the binding; its word stays alive with the holder, a
+    // napi_value of this call.
+    let bound = labels::bound_to(&binding);
+    // SAFETY: the caller's contract; the binding was just made by `bind_new_holder` (the holder
+    // takes it over, also on failure).
+    let made = unsafe { state.v8_mut().create_label_holder(binding, labels)? };
+    Ok((made.holder, bound, made.serial))
 }
 
 /// Whether the holder is bound to its own label set or to no labels, after binding it to its set

@@ -179,3 +179,14 @@ test('on the patched runtime without AsyncContextFrame both per-label capabiliti
     assert.ok(c.reasons.some((reason) => reason.startsWith(`${name}:`)), `a reason for ${name}: ${c.reasons}`);
   }
 });
+
+test('label sets of about the addon\'s 512-byte key buffer, multibyte characters at its edge, label their samples exactly', () => {
+  const out = scenario('longKeys');
+  assert.equal(out.wrong, undefined, `a sample carries labels of no set: ${JSON.stringify(out.wrong)?.slice(0, 200)}`);
+  if (!patched) {
+    assert.equal(out.seen, 0, 'stock runtimes carry no sample labels');
+    return;
+  }
+  // 400 retained arrays of ~150 bytes per set at a 1 KiB interval: every set is sampled.
+  assert.equal(out.seen, out.sets);
+});
