@@ -461,7 +461,7 @@ const OWNED = [
   [['docs/architecture.md'], /`MAX_PENDING_CELLS`, ([\d,]+) entries/, (m) => [num(m[1]), constant('core/src/allocations.rs', 'MAX_PENDING_CELLS')]],
 
   // Label sets (core/src/labels/).
-  [['docs/architecture.md'], /a quarter of the live ones, at least (\d+)\) or (\d+) overflowed interns/, (m) => [[Number(m[1]), Number(m[2])], [constant('core/src/labels/limits.rs', 'PRUNE_MIN_CREATED'), constant('core/src/labels/limits.rs', 'PRUNE_OVERFLOWED')]]],
+  [['docs/architecture.md'], /as many as the registry held before them, at least (\d+)\) or (\d+) overflowed interns/, (m) => [[Number(m[1]), Number(m[2])], [constant('core/src/labels/limits.rs', 'PRUNE_MIN_CREATED'), constant('core/src/labels/limits.rs', 'PRUNE_OVERFLOWED')]]],
   [['docs/architecture.md'], /\(at most (\d+) bindings, `MAX_BINDINGS`/, (m) => [Number(m[1]), constant('core/src/labels/cell.rs', 'MAX_BINDINGS')]],
   [['docs/architecture.md'], /the sets it was bound to \(at most (\d+), each owning/, (m) => [Number(m[1]), constant('core/src/labels/cell.rs', 'MAX_BINDINGS')]],
   [['docs/architecture.md'], /V8's sampler picks an allocation \((\d+ KiB) apart on average\)/, (m) => [num(m[1]), session.DEFAULTS.sampleInterval]],
