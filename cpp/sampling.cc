@@ -56,12 +56,13 @@ void CopyNodes(v8::Isolate* isolate, v8::AllocationProfile::Node* root,
   }
 }
 
-// Copies the samples with their label words (patched runtime; 0 on stock).
-// append_samples gives each copied word its own reference (to the set a
-// request cell stands for now) while V8's sample still holds one, so the Rust
-// model owns what it reads even if V8 drops the sample later. The samples are
-// staged here and handed over in one call: per sample, a rust::Vec push_back
-// crosses the bridge several times.
+// Copies the samples with their label words (patched runtime; 0 on stock)
+// straight into the model's vector (sample_slots), then adopt_sample_words
+// gives each copied word its own reference (to the set a request cell stands
+// for now) while V8's sample still holds one, so the Rust model owns what it
+// reads even if V8 drops the sample later. No V8 call in between. Two calls
+// per read: per sample, a rust::Vec push_back crosses the bridge several
+// times.
 void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out,
                  uintptr_t unlabeled_word) {
   const std::vector<v8::AllocationProfile::Sample>& samples =
@@ -69,10 +70,10 @@ void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out,
   std::size_t word_count = 0;
   const uintptr_t* words = SampleLabelsOf(&profile, &word_count);
   if (word_count != samples.size()) words = nullptr;
-  std::vector<RawSample> staged(samples.size());
+  rust::Slice<RawSample> slots = sample_slots(*out, samples.size());
   for (std::size_t i = 0; i < samples.size(); i++) {
     const v8::AllocationProfile::Sample& sample = samples[i];
-    RawSample& raw = staged[i];
+    RawSample& raw = slots[i];
     raw.node_id = sample.node_id;
     raw.size = sample.size;
     raw.count = sample.count;
@@ -81,8 +82,7 @@ void CopySamples(v8::AllocationProfile& profile, rust::Vec<RawSample>* out,
     uintptr_t word = words != nullptr ? words[i] : 0;
     raw.label_word = word == unlabeled_word ? 0 : word;
   }
-  append_samples(*out,
-                 rust::Slice<const RawSample>(staged.data(), staged.size()));
+  adopt_sample_words(slots);
 }
 
 uint64_t HighestSampleId(const v8::AllocationProfile& profile) {

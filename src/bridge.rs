@@ -74,7 +74,7 @@ pub mod ffi {
     }
 
     /// One entry of `AllocationProfile::GetSamples()`.
-    #[derive(Debug, Clone, Copy)]
+    #[derive(Debug, Clone, Copy, Default)]
     struct RawSample {
         node_id: u32,
         size: u64,
@@ -216,12 +216,18 @@ pub mod ffi {
         /// sample-labels capture callback) and by the counting allocator: one atomic increment.
         fn retain_label_word(word: usize);
 
-        /// Appends a read's samples to `out` (cpp/sampling.cc `CopySamples`, with no V8 call in
-        /// between): each `label_word` of `samples` is V8's, borrowed; the appended sample's owns
-        /// a reference of its own to the set that word stands for now (a request cell resolves to
-        /// its current set). One call per read: a `push_back` per sample costs several calls
-        /// across the bridge, and the references are taken in a loop the compiler sees whole.
-        fn append_samples(out: &mut Vec<RawSample>, samples: &[RawSample]);
+        /// Appends `count` default samples to `out` and hands them to cpp/sampling.cc
+        /// `CopySamples` to fill in place: a read's samples are written once, into the vector
+        /// the model reads (staged in a C++ vector first, they cost two fresh buffers of ~4 MB
+        /// at 100k samples, whose page faults were a third of a dump's hold of the main thread).
+        /// The label words it writes are V8's, borrowed, until `adopt_sample_words`.
+        fn sample_slots(out: &mut Vec<RawSample>, count: usize) -> &mut [RawSample];
+
+        /// Turns each `label_word` of `samples` (V8's, borrowed; filled by `CopySamples` with no V8
+        /// call in between) into a reference of its own to the set that word stands for now (a
+        /// request cell resolves to its current set). One call per read: the references are
+        /// taken in a loop the compiler sees whole.
+        fn adopt_sample_words(samples: &mut [RawSample]);
 
         /// Charges `bytes` of the new backing-store block at address `block` to `word`'s set (0:
         /// unlabeled) in the `ExternalCounters` at address `counters`, and records the word
@@ -435,13 +441,18 @@ use crate::v8_callbacks::{
     release_label_word, release_sample_word, retain_label_word,
 };
 
-/// See `ffi::append_samples`.
-fn append_samples(out: &mut Vec<ffi::RawSample>, samples: &[ffi::RawSample]) {
-    out.reserve(samples.len());
-    out.extend(samples.iter().map(|sample| ffi::RawSample {
-        label_word: crate::v8_callbacks::resolve_label_word(sample.label_word),
-        ..*sample
-    }));
+/// See `ffi::sample_slots`.
+fn sample_slots(out: &mut Vec<ffi::RawSample>, count: usize) -> &mut [ffi::RawSample] {
+    let start = out.len();
+    out.resize(start + count, ffi::RawSample::default());
+    &mut out[start..]
+}
+
+/// See `ffi::adopt_sample_words`.
+fn adopt_sample_words(samples: &mut [ffi::RawSample]) {
+    for sample in samples {
+        sample.label_word = crate::v8_callbacks::resolve_label_word(sample.label_word);
+    }
 }
 
 /// See `ffi::take_dead_samples`: `v8_callbacks::take_dead_samples` as the bridge's struct, each
