@@ -4,6 +4,7 @@
 //! `labels::SetKey`) and asks for the pairs of the others only.
 
 use std::cell::OnceCell;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use heap_labels_core::{heapprofile, otlp, pprof, GroupLabels, LabelGroup, LabelSet};
@@ -130,12 +131,19 @@ impl NativeProfile {
         self.sets.get_or_init(|| {
             let profile = &read.profile;
             let sampled = profile.samples.iter().filter_map(|s| s.labels.as_ref());
-            let mut sets: Vec<_> = sampled
-                .chain(profile.external.iter().map(|(set, _)| set))
-                .cloned()
-                .collect();
+            // Each set once, by address, before any clone or sort: a read has many samples and
+            // few sets (a clone and a sort per sample were about a tenth of a read of 100k).
+            let mut seen = HashSet::new();
+            let mut last = std::ptr::null();
+            let mut sets = Vec::new();
+            for set in sampled.chain(profile.external.iter().map(|(set, _)| set)) {
+                let at = Arc::as_ptr(set);
+                if at != last && seen.insert(at) {
+                    sets.push(Arc::clone(set));
+                }
+                last = at;
+            }
             sets.sort_unstable_by_key(|set| set.id());
-            sets.dedup_by_key(|set| set.id());
             sets
         })
     }

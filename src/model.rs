@@ -100,6 +100,9 @@ pub fn build_profile(
     }
     let mut allocations = allocations_of(raw.allocations);
     let mut v8_counts = Vec::with_capacity(raw.samples.len());
+    // Sized once: grown by doubling, a read of 100k samples copied its samples over and over
+    // into fresh memory.
+    profile.samples.reserve_exact(raw.samples.len());
     for sample in raw.samples {
         // A kept sample of a collected object (both include-collected flags, a V8 with
         // is_live) counts as allocated in its window, not as in use. With only one flag there is

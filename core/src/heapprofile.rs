@@ -29,9 +29,10 @@ fn self_sizes(profile: &Profile) -> Vec<u64> {
         .map(|(i, n)| (n.id, i))
         .collect();
     let mut sizes = vec![0.0f64; profile.nodes.len()];
+    let mut scaler = crate::estimate::Scaler::new(profile.sample_interval);
     for sample in &profile.samples {
         if let Some(&i) = index.get(&sample.node_id) {
-            sizes[i] += profile.sample_bytes(sample);
+            sizes[i] += scaler.objects_and_bytes(sample.size, sample.count).1;
         }
     }
     sizes.into_iter().map(|s| s.round() as u64).collect()
@@ -80,6 +81,7 @@ pub fn write<W: io::Write>(profile: &Profile, out: W) -> io::Result<()> {
     w.write_all(b"{\"head\":")?;
     write_head(w, profile)?;
     w.write_all(b",\"samples\":[")?;
+    let mut scaler = crate::estimate::Scaler::new(profile.sample_interval);
     for (k, s) in profile.samples.iter().enumerate() {
         if k > 0 {
             w.write_all(b",")?;
@@ -87,7 +89,7 @@ pub fn write<W: io::Write>(profile: &Profile, out: W) -> io::Result<()> {
         write!(
             w,
             "{{\"size\":{},\"nodeId\":{},\"ordinal\":{}}}",
-            profile.sample_bytes(s).round() as u64,
+            scaler.objects_and_bytes(s.size, s.count).1.round() as u64,
             s.node_id,
             s.sample_id
         )?;

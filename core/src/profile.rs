@@ -165,7 +165,11 @@ impl Profile {
 
     /// Estimated live heap bytes of the whole profile.
     pub fn estimated_bytes(&self) -> f64 {
-        self.samples.iter().map(|s| self.sample_bytes(s)).sum()
+        let mut scaler = estimate::Scaler::new(self.sample_interval);
+        self.samples
+            .iter()
+            .map(|s| scaler.objects_and_bytes(s.size, s.count).1)
+            .sum()
     }
 
     /// Groups samples and external bytes by full label set (`key = None`) or by the value of one
@@ -192,16 +196,18 @@ impl Profile {
             by_value: FxHashMap::default(),
         };
         let mut members = Vec::with_capacity(self.samples.len());
+        let mut scaler = estimate::Scaler::new(self.sample_interval);
         for sample in &self.samples {
             let g = grouper.slot(sample.labels.as_ref());
             members.push(g);
+            let (objects, bytes) = scaler.objects_and_bytes(sample.size, sample.count);
             let group = &mut grouper.groups[g];
-            group.bytes += self.sample_bytes(sample);
-            group.objects += self.sample_objects(sample);
+            group.bytes += bytes;
+            group.objects += objects;
             group.samples += 1;
             if self.allocated_in_window(sample) {
-                group.allocated_bytes += self.sample_bytes(sample);
-                group.allocated_objects += self.sample_objects(sample);
+                group.allocated_bytes += bytes;
+                group.allocated_objects += objects;
             }
         }
         for dead in self.allocations.iter().flat_map(|a| &a.dead) {

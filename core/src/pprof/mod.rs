@@ -188,8 +188,9 @@ pub fn build(profile: &Profile, options: &EncodeOptions) -> proto::Profile {
         .clone()
         .map(|g| slot_of(g.node_id, g.labels.as_ref()))
         .collect();
+    let mut scaler = crate::estimate::Scaler::new(profile.sample_interval);
     for (sample, &slot) in profile.samples.iter().zip(&slots) {
-        let (objects, bytes) = (profile.sample_objects(sample), profile.sample_bytes(sample));
+        let (objects, bytes) = scaler.objects_and_bytes(sample.size, sample.count);
         let acc = &mut accs[slot];
         acc.objects += objects;
         acc.bytes += bytes;
