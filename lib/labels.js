@@ -74,7 +74,7 @@ class LabelState {
     // strongly.
     this.id = -1;
     // Whether it was ever held weakly under its key (registered with `forget`), and whether a
-    // holder was ever made for it.
+    // holder was ever made for it or it was ever bound to a set (lib/label-sets.js named it).
     this.weak = false;
     this.held = false;
   }
@@ -358,9 +358,11 @@ function internPairs(keys, values, weak = true) {
   if (existing !== undefined) return existing;
   const labels = {};
   for (let i = 0; i < keys.length; i++) labels[keys[i]] = values[i];
-  Object.freeze(labels);
+  // The state's private field before the freeze: adding one to a non-extensible object is allowed
+  // today, but a standards proposal (private fields follow non-extensibility) would make it throw.
   const state = new LabelState(key, !keys.some(isReservedKey));
   stateOf.set(labels, state);
+  Object.freeze(labels);
   if (weak) keepWeakly(labels, state);
   return labels;
 }
@@ -393,15 +395,18 @@ function bindLabels(labels, state, id, generation) {
   const evicted = rememberSet(id, generation, labels);
   if (evicted !== undefined && evicted !== labels) {
     const old = stateOf.get(evicted);
-    // While a state's id is set, its key's entry is its object: only bindLabels binds, and it
-    // binds only the object of its content (holderOnOverflow and labelsOfSets hand it no other).
+    // Its key's entry goes only if it is still this object's: an equal object may have been bound
+    // to another set since (one made before this one's set was pruned, and kept by its user).
     if (old !== undefined && old.id === id) {
       old.id = -1;
-      if (old.weak) objectOfKey.set(old.key, new WeakRef(evicted));
-      else objectOfKey.delete(old.key);
+      if (objectOfKey.get(old.key) === evicted) {
+        if (old.weak) objectOfKey.set(old.key, new WeakRef(evicted));
+        else objectOfKey.delete(old.key);
+      }
     }
   }
   state.id = id;
+  state.held = true;
   objectOfKey.set(state.key, labels);
 }
 
@@ -515,9 +520,9 @@ function holderOnOverflow(labels, state) {
   if (holder === undefined) {
     // An object whose set was pruned while it was kept (by the user, or a profile) may have been
     // replaced as the object of its content by an equal one since: contexts entered with either
-    // get the one profiles name. An object that never had a holder is the object of its content
-    // (it was made on a miss, and is held under its key, or under none yet when it was made for
-    // this call): no lookup, which a first use would pay for nothing.
+    // get the one profiles name. An object that never had a holder and was never bound to a set is
+    // the object of its content (it was made on a miss, and is held under its key, or under none
+    // yet when it was made for this call): no lookup, which a first use would pay for nothing.
     if (state.held) {
       const canonical = labelsOfKey(state.key);
       if (canonical !== undefined && canonical !== labels) return keptHolderOf(canonical);

@@ -4,13 +4,13 @@
 //! `labels::SetKey`) and asks for the pairs of the others only.
 
 use std::cell::OnceCell;
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use heap_labels_core::{heapprofile, otlp, pprof, GroupLabels, LabelGroup, LabelSet};
 use napi::bindgen_prelude::{Buffer, Float64Array, ObjectFinalize, Uint32Array};
 use napi::Env;
 use napi_derive::napi;
+use rustc_hash::FxHashSet;
 
 use crate::error::{Error, Result};
 use crate::model::ReadProfile;
@@ -133,7 +133,7 @@ impl NativeProfile {
             let sampled = profile.samples.iter().filter_map(|s| s.labels.as_ref());
             // Each set once, by address, before any clone or sort: a read has many samples and
             // few sets (a clone and a sort per sample were about a tenth of a read of 100k).
-            let mut seen = HashSet::new();
+            let mut seen = FxHashSet::default();
             let mut last = std::ptr::null();
             let mut sets = Vec::new();
             for set in sampled.chain(profile.external.iter().map(|(set, _)| set)) {

@@ -197,8 +197,19 @@ impl Profile {
         };
         let mut members = Vec::with_capacity(self.samples.len());
         let mut scaler = estimate::Scaler::new(self.sample_interval);
+        // Neighbouring samples mostly share their labels: the previous sample's group spares a
+        // hash lookup.
+        let mut last: Option<(usize, usize)> = None;
         for sample in &self.samples {
-            let g = grouper.slot(sample.labels.as_ref());
+            let addr = sample
+                .labels
+                .as_ref()
+                .map_or(0, |s| Arc::as_ptr(s) as usize);
+            let g = match last {
+                Some((at, g)) if at == addr => g,
+                _ => grouper.slot(sample.labels.as_ref()),
+            };
+            last = Some((addr, g));
             members.push(g);
             let (objects, bytes) = scaler.objects_and_bytes(sample.size, sample.count);
             let group = &mut grouper.groups[g];
