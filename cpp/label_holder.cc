@@ -82,8 +82,9 @@ v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
   const std::uint64_t key = next_serial_++;
   Record* record =
       &records_
-           .try_emplace(key, Record{this, v8::Global<v8::Object>(isolate_, holder),
-                                    word, pending, key})
+           .try_emplace(
+               key, Record{this, v8::Global<v8::Object>(isolate_, holder), word,
+                           pending, key})
            .first->second;
   // Arc<LabelSet> pointers are at least 8-byte aligned and the serial field
   // is even, as V8 requires (2).
