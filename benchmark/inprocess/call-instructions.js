@@ -9,7 +9,7 @@
 // Each case runs in a fresh process under `valgrind --tool=callgrind`, twice: with `calls` calls and
 // with a fifth of them, after the same warm-up (30,000 calls: optimized code in both). The difference
 // of the two totals over the difference of the call counts is the cost of one call, start-up and
-// warm-up cancelled out. A GC falling in one run and not the other moves a figure by up to ~1,500
+// warm-up cancelled out (V8 optimizes on the main thread: see instructions()). A GC falling in one run and not the other moves a figure by up to ~1,500
 // instructions, so each case is measured --repeat times and the median is reported. Cases:
 //   enterWith   als.enterWith(store), a prepared store (the anchor of `set`)
 //   set         setHeapProfileLabels(labels), an interned frozen object (target: <= 1.2x enterWith)
@@ -63,8 +63,13 @@ if (${timed}) process.stdout.write(String(ns));
 `;
 }
 
+// Under callgrind, whose threads take turns, whether a concurrent TurboFan job installs its code
+// before the measured calls or after them is a matter of scheduling: the same case counted 1,394 and
+// 4,906 instructions per call in two runs (optimized code in one, baseline code in the other). With
+// --no-concurrent-recompilation V8 optimizes on the main thread when a function gets hot, at the same
+// call in every run, so every case is measured in the code it runs in production.
 function instructions(node, flags, source) {
-  return callgrindInstructions(node, [...flags, '-e', source]);
+  return callgrindInstructions(node, ['--no-concurrent-recompilation', ...flags, '-e', source]);
 }
 
 // Nanoseconds of `calls` calls, timed inside one process (--counter time).

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use dashmap::DashMap;
+use smallvec::SmallVec;
 
 use super::hasher::Prehashed;
 use super::limits::{DEFAULT_MAX_SETS, MAX_ID, OVERFLOW_ID, OVERFLOW_KEY, OVERFLOW_VALUE};
@@ -43,6 +44,10 @@ impl PendingLabels {
     }
 }
 
+/// The sets of one content hash: almost always exactly one, kept inline (a new set's bucket is
+/// then no allocation of its own).
+type Bucket = SmallVec<[Arc<LabelSet>; 1]>;
+
 /// Interns label sets for one isolate. Thread-safe; `intern` hits take only a shard read lock.
 ///
 /// The registry holds one strong reference to every interned set. [`prune`](Self::prune) drops the
@@ -50,7 +55,7 @@ impl PendingLabels {
 /// thread at read/intern time, never from a V8 callback.
 pub struct LabelRegistry {
     /// Content hash -> sets with that hash (almost always exactly one).
-    by_hash: DashMap<u64, Vec<Arc<LabelSet>>, Prehashed>,
+    by_hash: DashMap<u64, Bucket, Prehashed>,
     /// Id -> content hash, to find a set by id.
     by_id: DashMap<u32, u64, Prehashed>,
     hasher: RandomState,
