@@ -182,7 +182,7 @@ function validate(labels, where) {
   // The own string keys, then one descriptor per key: on this path, run for every request a
   // middleware labels, that allocates the least while never invoking a getter. Not
   // Reflect.ownKeys: V8 answers getOwnPropertyNames from the object's map when every property is
-  // enumerable (the usual label object), and a symbol is found by a second, cheap call: together
+  // enumerable (the usual label object), and a symbol is found by a second call: together
   // about 1,000 instructions fewer per fresh object (a tenth of validation and interning). The
   // first symbol key is the one Reflect.ownKeys would list first.
   const symbols = Object.getOwnPropertySymbols(labels);
@@ -466,9 +466,9 @@ function labelHolder(labels, where) {
   const state = stateOf.get(labels);
   if (state?.user) return keptHolderOf(labels, state);
   // Not one of ours: interned without a weak entry, since its holder is made below (or it is
-  // known already). (A private-field test of an object without the field is a runtime call in
-  // V8, so intern is not asked to make it a second time.)
-  const interned = state === undefined ? internOther(labels, where, false) : intern(labels, where, false);
+  // known already). Not intern(): it would test the private field again, a V8 runtime call on an
+  // object without it.
+  const interned = internOther(labels, where, false);
   return keptHolderOf(interned, stateOf.get(interned));
 }
 

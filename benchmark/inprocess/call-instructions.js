@@ -9,8 +9,9 @@
 // Each case runs in a fresh process under `valgrind --tool=callgrind`, twice: with `calls` calls and
 // with a fifth of them, after the same warm-up (30,000 calls: optimized code in both). The difference
 // of the two totals over the difference of the call counts is the cost of one call, start-up and
-// warm-up cancelled out (V8 optimizes on the main thread: see instructions()). A GC falling in one run and not the other moves a figure by up to ~1,500
-// instructions, so each case is measured --repeat times and the median is reported. Cases:
+// warm-up cancelled out (V8 optimizes on the main thread: see instructions()). A GC falling in one
+// run and not the other moves a figure by up to ~1,500 instructions, so each case is measured
+// --repeat times and the median is reported. Cases:
 //   enterWith   als.enterWith(store), a prepared store (the anchor of `set`)
 //   set         setHeapProfileLabels(labels), an interned frozen object (target: <= 1.2x enterWith)
 //   run         als.run(store, fn) (the anchor of `with`)
