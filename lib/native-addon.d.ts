@@ -63,6 +63,9 @@ export declare function bindRequestHolder(request: object, route: object): boole
 /** A full garbage collection (for `?gc=1`), without `--expose-gc`. */
 export declare function collectGarbage(): void
 
+/** CRC-32 (IEEE 802.3) of `data`, a Buffer or Uint8Array. */
+export declare function crc32(data: Uint8Array): number
+
 /**
  * A new label holder of the frozen label object `labels`, whose pairs `pairs` are in lib/'s
  * canonical key (`labels::parse_pairs`): interns them and binds the holder to their set (to the

@@ -33,6 +33,8 @@ function register() {
     return;
   }
   for (const note of notes) report(note);
+  const codeCacheProblem = require('./cached-require').problem();
+  if (codeCacheProblem !== undefined) report(codeCacheProblem);
   let caps;
   try {
     caps = lib.capabilities();

@@ -17,6 +17,7 @@
 
 mod allocations;
 mod bridge;
+mod checksum;
 // The operations modules export their napi functions themselves (public, so that the exports are
 // reachable from the crate root in every build).
 pub mod counters;

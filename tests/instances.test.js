@@ -54,10 +54,11 @@ test('every subpath entry of a second copy goes through the realm\'s instance', 
   }
   assert.deepEqual(out.seen, { route: '/copy' }, 'route labels set through the copy are the first copy\'s labels');
   assert.equal(out.agentStarted, true, 'the copy\'s preload started the agent the first copy sees');
-  // lib/process-model.js holds no state: the preload entry asks it whether this is the main thread
-  // before it looks for the realm's instance (workers start nothing).
-  const strays = out.copyFilesLoaded.filter((file) => !/^(lib\/entries\/[a-z0-9-]+\.js|lib\/index\.js|lib\/instance\.js|lib\/process-model\.js|package\.json)$/.test(file));
-  assert.deepEqual(strays, [], 'the copy loads its entries, the instance check and the process model only (no addon, no module with state)');
+  // The preload entry asks lib/main-thread.js whether this is the main thread before it looks for
+  // the realm's instance (workers start nothing), and loads through lib/cached-require.js, which
+  // finds the instance published and leaves the cache (lib/code-cache.js, the addon) alone.
+  const strays = out.copyFilesLoaded.filter((file) => !/^(lib\/entries\/[a-z0-9-]+\.js|lib\/index\.js|lib\/instance\.js|lib\/main-thread\.js|lib\/cached-require\.js|lib\/code-cache\.js|package\.json)$/.test(file));
+  assert.deepEqual(strays, [], 'the copy loads its entries, the instance check and the preload\'s loader only (no addon, no module with state)');
   assert.ok(out.copyFilesLoaded.includes('lib/entries/register.js'), out.copyFilesLoaded.join('\n'));
 });
 

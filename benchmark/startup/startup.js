@@ -7,6 +7,10 @@
 //   app          the express 5 app of benchmark/http/framework-server.js (heap-labels not loaded),
 //                from exec until it listens                      (the anchor of the app cases)
 //   app-preload  the same app with -r heap-labels/register      (its routes labeled, zero code)
+//   preload-first, app-preload-first  the same two with an empty code cache directory: the first
+//                start after an install or upgrade, which compiles heap-labels' modules and writes
+//                the preload's code cache (lib/code-cache.js); the other preload cases run with a
+//                cache that one untimed start of the app wrote, as every later start does
 //   app-datadog  the same app with -r benchmark/startup/datadog-preload.js: @datadog/pprof's heap
 //                profiler started the way its users start it (left out, with the reason, when
 //                @datadog/pprof does not load on the runtime)
@@ -26,10 +30,20 @@
 
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 const c = require('../inprocess/common');
 
-const ANCHORS = { require: 'empty', preload: 'empty', 'app-preload': 'app', 'app-datadog': 'app' };
+const ANCHORS = {
+  require: 'empty',
+  preload: 'empty',
+  'preload-first': 'empty',
+  'app-preload': 'app',
+  'app-preload-first': 'app',
+  'app-datadog': 'app',
+};
+// Cases run with a new, empty code cache directory each time (the case they are the first start of).
+const FIRST = { 'preload-first': 'preload', 'app-preload-first': 'app-preload' };
 
 function cleanEnv() {
   const env = { ...process.env, NODE_OPTIONS: '' };
@@ -43,8 +57,10 @@ function cases(framework) {
     empty: ['-e', '0'],
     require: ['-e', "require('heap-labels')"],
     preload: ['-r', 'heap-labels/register', '-e', '0'],
+    'preload-first': ['-r', 'heap-labels/register', '-e', '0'],
     app,
     'app-preload': ['-r', 'heap-labels/register', ...app],
+    'app-preload-first': ['-r', 'heap-labels/register', ...app],
     'app-datadog': ['-r', path.join(__dirname, 'datadog-preload.js'), ...app],
   };
 }
@@ -80,16 +96,29 @@ function once(runtime, args, counter, env) {
 }
 
 function measure({ runtime, counter = 'callgrind', repeat = 3, framework = 'express5' }) {
-  const env = cleanEnv();
+  const cacheRoot = fs.mkdtempSync(path.join(os.tmpdir(), 'heap-labels-startup-'));
+  try {
+    return measureWith({ runtime, counter, repeat, framework, cacheRoot });
+  } finally {
+    fs.rmSync(cacheRoot, { recursive: true, force: true });
+  }
+}
+
+function measureWith({ runtime, counter, repeat, framework, cacheRoot }) {
+  const env = { ...cleanEnv(), HEAP_LABELS_CODE_CACHE: path.join(cacheRoot, 'warm') };
   const datadog = datadogProblem(runtime, env);
   const all = cases(framework);
   if (datadog) delete all['app-datadog'];
   const names = Object.keys(all);
   const runs = Object.fromEntries(names.map((n) => [n, []]));
+  // The start that writes the cache the other preload cases use.
+  once(runtime, all['app-preload'], 'time', env);
+  let firsts = 0;
   for (let r = 0; r < repeat; r++) {
     for (const name of r % 2 === 0 ? names : [...names].reverse()) {
       process.stderr.write(`startup: ${r + 1}/${repeat} ${name}\n`);
-      runs[name].push(once(runtime, all[name], counter, env));
+      const caseEnv = name in FIRST ? { ...env, HEAP_LABELS_CODE_CACHE: path.join(cacheRoot, `first-${firsts++}`) } : env;
+      runs[name].push(once(runtime, all[name], counter, caseEnv));
     }
   }
   const pattern = '/^NativeModule (tls|_tls_wrap|_tls_common|https|zlib)$/';
@@ -144,8 +173,10 @@ function all(r) {
     empty: 'node -e 0',
     require: `node -e "require('heap-labels')"`,
     preload: 'node -r heap-labels/register -e 0',
+    'preload-first': 'node -r heap-labels/register -e 0 (first start: no code cache yet)',
     app,
     'app-preload': `node -r heap-labels/register ${app.slice(5)}`,
+    'app-preload-first': `node -r heap-labels/register ${app.slice(5)} (first start: no code cache yet)`,
     'app-datadog': `node -r @datadog/pprof (heap.start) ${app.slice(5)}`,
   };
   return Object.fromEntries(Object.keys(shown).filter((n) => n in r.figures).map((n) => [n, shown[n]]));

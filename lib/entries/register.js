@@ -3,11 +3,12 @@
 // preload (lib/register.js), so that a second copy of the package starts no agent of its own.
 // Workers (which inherit -r) start nothing, so they do not load the library either. Loading it can
 // fail (no addon for this runtime): that is reported on stderr, never thrown, and the app runs
-// unprofiled.
+// unprofiled. The library's modules load through the preload's code cache
+// (lib/cached-require.js), which spares the app's start-up their parsing and compiling.
 
-if (require('../process-model').isMainThread()) {
+if (require('../main-thread').isMainThread()) {
   try {
-    require('./instance-module').instanceModule('register');
+    require('../cached-require').requireLib('entries/instance-module.js', module, require).instanceModule('register');
   } catch (err) {
     require('../preload-report').reportNotProfiling(err);
   }
