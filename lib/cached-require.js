@@ -1,3 +1,4 @@
+// @ts-check
 'use strict';
 // How the preload loads heap-labels' own modules: with V8's code cache (lib/code-cache.js).
 //
@@ -19,6 +20,17 @@ const fs = require('node:fs');
 const path = require('node:path');
 const vm = require('node:vm');
 const Module = require('node:module');
+
+/**
+ * The parts of Node.js's CommonJS loader this file uses, which @types/node does not declare.
+ * @typedef {typeof Module & {
+ *   _cache: Record<string, Module | undefined>,
+ *   _nodeModulePaths(dir: string): string[],
+ *   _resolveFilename(id: string, parent: Module, isMain: boolean, options?: { paths?: string[] }): string,
+ *   _resolveLookupPaths(id: string, parent: Module): string[] | null,
+ * }} CommonJsLoader
+ */
+const Loader = /** @type {CommonJsLoader} */ (Module);
 const codeCache = require('./code-cache');
 
 const LIB = __dirname;
@@ -38,7 +50,7 @@ function wrap(source) {
 
 // Undoes a failed load as Node.js's loader does: the next require() of the file tries it again.
 function forget(mod, parent) {
-  delete Module._cache[mod.filename];
+  delete Loader._cache[mod.filename];
   const children = parent?.children;
   const at = Array.isArray(children) ? children.indexOf(mod) : -1;
   if (at !== -1) children.splice(at, 1);
@@ -65,12 +77,12 @@ class CachedLoader {
 
   // The exports of lib/ module `filename` (absolute), loaded as Node.js's require would.
   load(filename, parent) {
-    const known = Module._cache[filename];
+    const known = Loader._cache[filename];
     if (known !== undefined) return known.exports;
     const mod = new Module(filename, parent);
     mod.filename = filename;
-    mod.paths = Module._nodeModulePaths(path.dirname(filename));
-    Module._cache[filename] = mod;
+    mod.paths = Loader._nodeModulePaths(path.dirname(filename));
+    Loader._cache[filename] = mod;
     let ok = false;
     try {
       this.run(mod);
@@ -109,16 +121,16 @@ class CachedLoader {
       if (typeof id === 'string' && id.startsWith('.')) {
         // lib/ holds no file without an extension, so a module loaded already under `<id>.js` is
         // what Node.js's resolution finds first; anything else is resolved the whole way.
-        const known = Module._cache[path.resolve(dir, `${id}.js`)];
+        const known = Loader._cache[path.resolve(dir, `${id}.js`)];
         if (known !== undefined) return known.exports;
-        const filename = Module._resolveFilename(id, mod, false);
+        const filename = Loader._resolveFilename(id, mod, false);
         if (filename.endsWith('.js') && filename.startsWith(LIB + path.sep)) return this.load(filename, mod);
       }
       return mod.require(id);
     };
-    require.resolve = (id, options) => Module._resolveFilename(id, mod, false, options);
-    require.resolve.paths = (id) => Module._resolveLookupPaths(id, mod);
-    require.cache = Module._cache;
+    require.resolve = (id, options) => Loader._resolveFilename(id, mod, false, options);
+    require.resolve.paths = (id) => Loader._resolveLookupPaths(id, mod);
+    require.cache = Loader._cache;
     require.main = process.mainModule;
     return require;
   }
@@ -172,7 +184,7 @@ function cacheable(parent) {
     Object.getOwnPropertyDescriptor(globalThis, Symbol.for('heap-labels.instance')) === undefined &&
     Object.getPrototypeOf(Module.prototype) === Object.prototype &&
     parent instanceof Module &&
-    Module._cache[parent.filename] === parent
+    Loader._cache[parent.filename] === parent
   );
 }
 
