@@ -9,3 +9,12 @@ use napi_derive::napi;
 pub fn crc32(data: Uint8ArraySlice) -> u32 {
     crc32fast::hash(&data)
 }
+
+#[cfg(test)]
+mod tests {
+    // The check value of CRC-32/ISO-HDLC, the CRC lib/code-cache.js relies on.
+    #[test]
+    fn crc32_is_the_ieee_crc() {
+        assert_eq!(crc32fast::hash(b"123456789"), 0xcbf4_3926);
+    }
+}

@@ -17,9 +17,9 @@
 
 mod allocations;
 mod bridge;
-mod checksum;
-// The operations modules export their napi functions themselves (public, so that the exports are
-// reachable from the crate root in every build).
+// The modules below that export napi functions themselves are public, so that the exports are
+// reachable from the crate root in every build (a test build included).
+pub mod checksum;
 pub mod counters;
 pub mod dump;
 mod error;
