@@ -77,8 +77,10 @@ class CachedLoader {
 
   // The exports of lib/ module `filename` (absolute), loaded as Node.js's require would.
   load(filename, parent) {
+    // A module being loaded (a cycle) or only registered (Node.js's ESM loader registers every
+    // CommonJS file of an app's import graph before it runs any) is Node.js's loader's to finish.
     const known = Loader._cache[filename];
-    if (known !== undefined) return known.exports;
+    if (known !== undefined) return known.loaded ? known.exports : parent.require(filename);
     const mod = new Module(filename, parent);
     mod.filename = filename;
     mod.paths = Loader._nodeModulePaths(path.dirname(filename));
@@ -122,7 +124,7 @@ class CachedLoader {
         // lib/ holds no file without an extension, so a module loaded already under `<id>.js` is
         // what Node.js's resolution finds first; anything else is resolved the whole way.
         const known = Loader._cache[path.resolve(dir, `${id}.js`)];
-        if (known !== undefined) return known.exports;
+        if (known?.loaded) return known.exports;
         const filename = Loader._resolveFilename(id, mod, false);
         if (filename.endsWith('.js') && filename.startsWith(LIB + path.sep)) return this.load(filename, mod);
       }
@@ -207,6 +209,8 @@ function loaderFor(env) {
   // Loaded by Node.js's loader: the addon (for its CRC-32) checks the cache before V8 sees it. If
   // it cannot load, the preload loads without the cache and reports the addon's error itself.
   const { native } = require('./native');
+  // An addon built before crc32 (a stale build/, an older prebuild named by HEAP_LABELS_PREBUILD).
+  if (typeof native.crc32 !== 'function') return undefined;
   const crc32 = (bytes) => native.crc32(bytes);
   const { version } = require('../package.json');
   loader = new CachedLoader(codeCache.open(where.dir, { version, lib: LIB }, crc32), crc32);

@@ -213,6 +213,32 @@ test('loaded with --import, the preload uses the cache too', () => {
   assert.ok(r.stats.hits > 10, JSON.stringify(r.stats));
 });
 
+test('an ES module app importing the preload and the library gets one profiling instance', () => {
+  const pkg = packageCopy();
+  const dir = path.join(tmp, 'cache-esm');
+  // Node.js's ESM loader registers every CommonJS file of the import graph (lib/index.js among them)
+  // in require.cache before it runs any: the preload must not take such a module as loaded.
+  const app = path.join(pkg, 'app.mjs');
+  fs.writeFileSync(
+    app,
+    `import ${JSON.stringify(path.join(pkg, 'lib/register.mjs'))};\n` +
+      `import { setHeapProfileLabels, getHeapProfileLabels } from ${JSON.stringify(path.join(pkg, 'lib/index.mjs'))};\n` +
+      "setHeapProfileLabels({ route: '/esm' });\n" +
+      'process.stdout.write(JSON.stringify(getHeapProfileLabels()));\n',
+  );
+  for (let i = 0; i < 2; i++) {
+    const r = spawnSync(process.execPath, [app], {
+      encoding: 'utf8',
+      env: { ...process.env, NODE_OPTIONS: '', HEAP_LABELS_CODE_CACHE: dir },
+      timeout: 60_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.doesNotMatch(r.stderr, /not profiling/, `start ${i + 1}`);
+    assert.deepEqual(JSON.parse(r.stdout), { route: '/esm' });
+  }
+  assert.equal(cacheFiles(dir).length, 1, 'the cache is used');
+});
+
 test("under a Jest-style module registry the preload loads through that registry, not Node.js's", () => {
   const pkg = packageCopy();
   const dir = path.join(tmp, 'cache-sandbox');
