@@ -32,6 +32,7 @@ const Module = require('node:module');
  */
 const Loader = /** @type {CommonJsLoader} */ (Module);
 const codeCache = require('./code-cache');
+const { published } = require('./instance-key');
 
 const LIB = __dirname;
 // Long enough for an app's start-up (its framework loading, which compiles the integrations),
@@ -43,6 +44,11 @@ const WRITE_AFTER_MS = 1000;
 // V8's flags are still those of start-up. Two, because V8's own compilation cache would answer the
 // first one's source without looking at the data.
 const FLAGS_PROBE = ["void 'heap-labels flags probe A'", "void 'heap-labels flags probe B'"];
+// The bytes of V8's cached data header that hold its version, source and flag hashes (after a
+// 4-byte magic number; the same on V8 12.4, 13.6 and 14): what names the flags in the cache's key.
+// Were a later V8 to move its flag hash, the key would only stop telling flag settings apart; the
+// probe above still keeps data made under other flags out of the file.
+const FLAGS_HASHES = [4, 16];
 
 function wrap(source) {
   return `(function (exports, require, module, __filename, __dirname) { ${source}\n});`;
@@ -57,7 +63,7 @@ function forget(mod, parent) {
 }
 
 class CachedLoader {
-  constructor(cache, crc32) {
+  constructor(cache, crc32, flagsProbe) {
     this.cache = cache;
     this.crc32 = crc32;
     // relative path -> { size, crc, script } of the modules compiled during start-up.
@@ -72,7 +78,7 @@ class CachedLoader {
     // What happened, for tests and the benchmark: modules loaded with an accepted cache entry,
     // without one, and entries V8 rejected; whether a cache file was written.
     this.stats = { hits: 0, misses: 0, rejected: 0, written: false, flagsChanged: false };
-    this.flagsProbe = new vm.Script(FLAGS_PROBE[0]).createCachedData();
+    this.flagsProbe = flagsProbe;
   }
 
   // The exports of lib/ module `filename` (absolute), loaded as Node.js's require would.
@@ -183,7 +189,7 @@ let problem;
 // and registering it in Node.js's require.cache, would bypass.
 function cacheable(parent) {
   return (
-    Object.getOwnPropertyDescriptor(globalThis, Symbol.for('heap-labels.instance')) === undefined &&
+    published() === undefined &&
     Object.getPrototypeOf(Module.prototype) === Object.prototype &&
     parent instanceof Module &&
     Loader._cache[parent.filename] === parent
@@ -213,7 +219,12 @@ function loaderFor(env) {
   if (typeof native.crc32 !== 'function') return undefined;
   const crc32 = (bytes) => native.crc32(bytes);
   const { version } = require('../package.json');
-  loader = new CachedLoader(codeCache.open(where.dir, { version, lib: LIB }, crc32), crc32);
+  // V8's flags as they are now (the hash its cached data carries): a preload before this one that
+  // changes them on some starts and not others gets a file per setting, instead of rejecting and
+  // rewriting one file at each switch.
+  const flagsProbe = new vm.Script(FLAGS_PROBE[0]).createCachedData();
+  const flags = flagsProbe.subarray(FLAGS_HASHES[0], FLAGS_HASHES[1]).toString('hex');
+  loader = new CachedLoader(codeCache.open(where.dir, { version, lib: LIB, flags }, crc32), crc32, flagsProbe);
   return loader;
 }
 

@@ -90,7 +90,9 @@ function fnv1a(text) {
 }
 
 // What a cache is valid for: this package (`pkg`: its version and lib/ directory), the runtime's
-// executable and its flags (execArgv and NODE_OPTIONS carry V8's), which V8 compares only in part.
+// executable and its flags: execArgv and NODE_OPTIONS, and V8's effective flags (`pkg.flags`, the
+// hashes V8's cached data carries, which also see what an earlier preload set), which V8 compares
+// only in part.
 function runtimeKey(pkg) {
   let exe = '';
   try {
@@ -109,6 +111,7 @@ function runtimeKey(pkg) {
     exe,
     process.execArgv.join(' '),
     process.env.NODE_OPTIONS ?? '',
+    pkg.flags ?? '',
   ].join('\n');
 }
 

@@ -15,7 +15,7 @@
 // Bump when the published API (its entries included) or the meaning of labels changes
 // incompatibly. 2: the API carries the subpath entries' modules ([ENTRY]).
 const PROTOCOL = 2;
-const KEY = Symbol.for('heap-labels.instance');
+const { KEY, published } = require('./instance-key');
 // The published API's function from a subpath entry's name ('express', 'endpoint', ...) to that
 // entry's module in the copy that published it (lib/entries/).
 const ENTRY = Symbol.for('heap-labels.entry');
@@ -23,13 +23,6 @@ const ENTRY = Symbol.for('heap-labels.entry');
 const { version } = require('../package.json');
 
 const here = require('node:path').join(__dirname, '..');
-
-// The published instance, read without invoking a getter somebody may have put there.
-function published() {
-  const descriptor = Object.getOwnPropertyDescriptor(globalThis, KEY);
-  const value = descriptor && descriptor.value;
-  return value !== null && typeof value === 'object' && typeof value.protocol === 'number' ? value : undefined;
-}
 
 const first = published();
 // The first instance's API when this load can use it; undefined when this load is the first.

@@ -54,8 +54,10 @@ const PROBE = `
 
 // Starts node with the copy's preload (`-r`, or `--import` when `how` says so); returns
 // { stats, same, edited, stderr }.
-function start(pkg, cacheDir, { env = {}, waitMs = 0, how = '-r' } = {}) {
-  const r = spawnSync(process.execPath, [how, path.join(pkg, 'lib/entries/register.js'), '-e', PROBE], {
+// `before`: a module preloaded before heap-labels.
+function start(pkg, cacheDir, { env = {}, waitMs = 0, how = '-r', before } = {}) {
+  const preloads = before === undefined ? [] : ['-r', before];
+  const r = spawnSync(process.execPath, [...preloads, how, path.join(pkg, 'lib/entries/register.js'), '-e', PROBE], {
     encoding: 'utf8',
     env: { ...process.env, NODE_OPTIONS: '', PKG: pkg, WAIT_MS: String(waitMs), HEAP_LABELS_CODE_CACHE: cacheDir, ...env },
     timeout: 60_000,
@@ -193,6 +195,28 @@ test('an app that changes V8 flags during start-up gets no cache it would reject
   assert.equal(plain.stats.written, true);
 });
 
+test('a preload that sets V8 flags before heap-labels on some starts gets a cache per setting, none rejected', () => {
+  const pkg = packageCopy();
+  const dir = path.join(tmp, 'cache-earlier-flags');
+  const before = path.join(tmp, 'earlier-preload.js');
+  fs.writeFileSync(before, "if (process.env.EARLIER_FLAGS) require('node:v8').setFlagsFromString(process.env.EARLIER_FLAGS);\n");
+  const flags = { EARLIER_FLAGS: '--stack-size=500' };
+  for (const env of [flags, {}]) {
+    const r = start(pkg, dir, { before, env, waitMs: 1500 });
+    assert.equal(r.stats.hits, 0, JSON.stringify(r.stats));
+    assert.equal(r.stats.flagsChanged, false, 'set before the loader started: the flags hold during start-up');
+    assert.equal(r.stats.written, true, JSON.stringify(r.stats));
+  }
+  assert.equal(cacheFiles(dir).length, 2, 'one file per setting of the flags');
+  for (const env of [flags, {}]) {
+    const r = start(pkg, dir, { before, env, waitMs: 1500 });
+    assert.equal(r.stats.rejected, 0, `no switch rejects the other setting's data: ${JSON.stringify(r.stats)}`);
+    assert.equal(r.stats.misses, 0, JSON.stringify(r.stats));
+    assert.ok(r.stats.hits > 10, JSON.stringify(r.stats));
+    assert.equal(r.stats.written, false);
+  }
+});
+
 test('no cache under coverage: V8 counts blocks only of code it compiles', () => {
   const pkg = packageCopy();
   const dir = path.join(tmp, 'cache-coverage');
@@ -301,4 +325,26 @@ test('a directory keeps at most MAX_FILES cache files, the most recently written
   assert.equal(left.filter((n) => n.startsWith('code-cache-')).length, codeCache.MAX_FILES);
   assert.ok(left.includes(path.basename(cache.file)), 'the new file stays');
   assert.ok(left.includes('unrelated.bin'), 'files of other names are left alone');
+});
+
+test("a temporary file of another process with this pid (another container's) is neither taken nor removed", () => {
+  const dir = path.join(tmp, 'cache-temp-names');
+  fs.mkdirSync(dir, { mode: 0o700 });
+  const cache = codeCache.open(dir, { version: '0.0.0-test', lib: dir }, crc32);
+  const theirs = `${cache.file}.${process.pid}.0000abcd.tmp`;
+  fs.writeFileSync(theirs, 'being written by the other process');
+  // Drawn the same random part, this write cannot make its temporary file and gives up.
+  const random = Math.random;
+  Math.random = () => 0xabcd / 0x100000000;
+  try {
+    assert.equal(codeCache.write(cache, new Map(), crc32), false);
+  } finally {
+    Math.random = random;
+  }
+  assert.equal(fs.readFileSync(theirs, 'utf8'), 'being written by the other process');
+  assert.equal(fs.existsSync(cache.file), false);
+  // Any other draw writes beside it.
+  assert.ok(codeCache.write(cache, new Map(), crc32));
+  assert.ok(fs.existsSync(cache.file));
+  assert.equal(fs.readFileSync(theirs, 'utf8'), 'being written by the other process');
 });
