@@ -75,3 +75,19 @@ for (const framework of FRAMEWORKS) {
     assert.ok(route / total >= 0.85, `route share ${(route / total).toFixed(3)}: ${detail}`);
   });
 }
+
+test("a labeled request's emit hands its listeners exactly the caller's arguments, under the request's labels", () => {
+  const out = fixtureJson('emit-arguments.js', { nodeArgs: ['-r', require.resolve('../lib/entries/register.js')], env: { NODE_OPTIONS: '' } });
+  const ARGS = [[], [1], [1, null], [null], [1, 2, 3, 4, 5]]; // undefined arrives as null through JSON
+  assert.deepEqual(out.results, [true, true, true, true, true, false, true, true, true, true, true]);
+  assert.equal(out.calls.length, ARGS.length * 2);
+  out.calls.forEach((call, i) => {
+    const args = ARGS[i % ARGS.length];
+    assert.equal(call.where, i < ARGS.length ? 'in the request' : 'outside');
+    assert.equal(call.count, args.length, `call ${i}: the count of arguments`);
+    assert.deepEqual(call.args, args, `call ${i}`);
+    assert.equal(call.self, true, `call ${i}: this is the request`);
+    assert.deepEqual(call.labels, out.calls[0].labels, `call ${i}: the request's labels`);
+  });
+  assert.ok(out.calls[0].labels.route, `the request is labeled: ${JSON.stringify(out.calls[0].labels)}`);
+});

@@ -35,5 +35,11 @@ export function adoptStack(router: { stack: unknown[] }, strict?: boolean): void
 /** Starts tracking a request of a labeled app at its root Mount; false if it is tracked already. */
 export function enterApp(state: RequestState, req: { baseUrl?: unknown }, root: Mount): boolean;
 
+/** How a request's mounts are left, once enterApp() started tracking it in `app`: `routerEntered` says whether the app's router already runs. */
+export function exitsOf(state: RequestState, app: { parent?: unknown }, routerEntered: boolean): void;
+
+/** The request's Mount now: the one it was in before the first router mount it entered, once that mount's router has handed it back (req.next tells). */
+export function currentMount(state: RequestState, req: { next?: unknown }): Mount;
+
 /** The template of `route`, just matched for `req` in `mount`; undefined when it cannot be told. */
 export function routeTemplate(req: object, mount: Mount, route: { path: unknown }): string | undefined;

@@ -226,8 +226,16 @@ function patchRouterPrototype(proto) {
   };
   proto.handle = function handle_(req, res, out) {
     const state = stateOf(req);
-    const mount = state === undefined ? undefined : state.mount;
-    if (mount === undefined || mount.router === this) return handle.call(this, req, res, out);
+    if (state === undefined || state.mount === undefined) return handle.call(this, req, res, out);
+    if (entersMount(state, this)) return handle.call(this, req, res, out);
+    const mount = currentMount(state, req);
+    if (mount.router === this) {
+      // The router the request is in, dispatching it again (req.app.handle() from its own
+      // middleware): nothing tells when this dispatch hands the request back, so req.next cannot
+      // tell a mount's exit from now on.
+      if (state.exit === undefined) state.exit = NO_EXIT;
+      return handle.call(this, req, res, out);
+    }
     return enterRouter(this, handle, state, req, res, out);
   };
   for (const [name, fn] of [['use', proto.use], ['route', proto.route], ['handle', proto.handle]]) {
@@ -329,22 +337,94 @@ function adopt(router, layer, path, strict = false) {
   const method = typeof layer.handleRequest === 'function' ? 'handleRequest' : 'handle_request';
   const handleRequest = layer[method];
   // While the request is inside the mounted router, its mount is one level down; when the router
-  // hands the request back (next, with or without an error), it is restored.
+  // hands the request back (next, with or without an error), it is restored: noticed from
+  // req.next (MountExit) for the first router mount the request is in, by a wrapper of `next` for
+  // a sub-app and below the first.
+  const mountsRouter = routerOf(handle) !== undefined;
   layer[method] = function handleMounted(req, res, next) {
     const state = stateOf(req);
-    const parent = state === undefined ? undefined : state.mount;
-    if (parent === undefined) return handleRequest.call(this, req, res, next);
+    if (state === undefined || state.mount === undefined) return handleRequest.call(this, req, res, next);
+    const parent = currentMount(state, req);
     const base = state.base;
     const index = paths.length === 1 ? 0 : choice === undefined ? -1 : choice.pick(consumedBy(req.baseUrl, base));
     if (index < 0) untold(parent, paths);
     state.mount = parent.child(layer, paths, index);
     state.base = req.baseUrl;
-    return handleRequest.call(this, req, res, function leaveMount(error) {
-      state.mount = parent;
-      state.base = base;
-      return next(error);
-    });
+    if (mountsRouter && state.exit === undefined && req.next === next && parent.router === router) {
+      state.exit = new MountExit(next, parent, base);
+      return handleRequest.call(this, req, res, next);
+    }
+    if (state.exit === undefined) state.exit = ENTERING;
+    return handleRequest.call(this, req, res, leaveMount(state, parent, base, next));
   };
+}
+
+// The `next` of a mount entered while the request has a MountExit (or whose exit req.next cannot
+// tell): it restores the parent when the router hands the request back. Made here, not in
+// handleMounted, whose variables a closure would otherwise put in a context allocated at every
+// call, the calls that need no closure included.
+function leaveMount(state, parent, base, next) {
+  return function leaveMount(error) {
+    state.mount = parent;
+    state.base = base;
+    if (state.exit === ENTERING) state.exit = undefined; // a mount that entered no router
+    return next(error);
+  };
+}
+
+// How the request leaves the router mount it entered first, without a function per request: the
+// router of a mount (express 4's and the router package's handle()) sets req.next to its own
+// `next` when it starts and, when it hands the request back, sets it back to the value it had
+// before: the `next` of the router the mount's layer is in, which that router also passed to the
+// layer. So once req.next is that function again, the request has left the mount: a request in
+// the mount, or in anything below it, has another req.next. This holds only while the router of
+// the mount's parent Mount is the one dispatching the request: a mount in a router that has no
+// Mount of its own (mounted at the root, or called directly by middleware), a dispatch of a router
+// into itself (req.app.handle() from its own middleware) or an app mounted in another app could
+// hand the request back to a router whose `next` is another, and req.next would never tell. So a
+// request holds one MountExit at most, made only for a mount whose layer belongs to the router of
+// its parent Mount, and none once a router dispatched it again or when it runs in an app mounted
+// in another (NO_EXIT); any other mount gets the wrapper of `next` (leaveMount), which restores
+// the parent when called. The exit is read where the request's Mount matters: currentMount().
+class MountExit {
+  constructor(next, parent, base) {
+    this.next = next; // req.next once the request is back in `parent`
+    this.parent = parent; // the Mount and req.baseUrl to restore then
+    this.base = base;
+    this.entered = false; // whether the mount's router has been entered (handle_)
+  }
+}
+
+// state.exit besides a MountExit: undefined (none yet, one may be made), ENTERING (a Mount was
+// just entered without one, or the app's root: the next handle() of its router is its entry, not
+// a dispatch again), NO_EXIT (none for the rest of the request).
+const ENTERING = Object.freeze(new MountExit(undefined, undefined, undefined));
+const NO_EXIT = Object.freeze(new MountExit(undefined, undefined, undefined));
+
+// The request's Mount now: the Mount it was in before its MountExit's mount, if its router has
+// handed it back since.
+function currentMount(state, req) {
+  const exit = state.exit;
+  if (exit !== undefined && exit.parent !== undefined && req.next === exit.next) {
+    state.exit = undefined;
+    state.mount = exit.parent;
+    state.base = exit.base;
+  }
+  return state.mount;
+}
+
+// Whether this handle() of `router` is the request's entry into its current Mount (whose router
+// `router` is): the first call since the Mount was entered (handleMounted, enterApp), while req.next
+// is still the parent's. Anything else is a call of that router after it handed the request back
+// (currentMount() then restores the parent) or a dispatch of it again.
+function entersMount(state, router) {
+  const exit = state.exit;
+  if (exit === ENTERING) state.exit = undefined;
+  if (state.mount.router !== router) return false;
+  if (exit === ENTERING) return true;
+  if (exit === undefined || exit === NO_EXIT || exit.entered) return false;
+  exit.entered = true;
+  return true;
 }
 
 // The text a mount consumed: what it added to req.baseUrl (undefined if that cannot be told).
@@ -361,6 +441,14 @@ function enterApp(state, req, root) {
   state.mount = root;
   state.base = typeof req.baseUrl === 'string' ? req.baseUrl : '';
   return true;
+}
+
+// How a request's mounts are left (MountExit), once enterApp() started tracking it in `app`:
+// `routerEntered` says whether the app's router already runs (a middleware of it entered the app),
+// or is entered next (app.handle()). In an app mounted in another app, req.next does not tell.
+function exitsOf(state, app, routerEntered) {
+  if (app.parent !== undefined) state.exit = NO_EXIT;
+  else if (!routerEntered) state.exit = ENTERING;
 }
 
 // The template of `route`, which the router just matched for `req` (in `mount`, its Mount):
@@ -420,10 +508,12 @@ function pathnameOf(req) {
 
 module.exports = {
   Mount,
+  currentMount,
   routerPrototype,
   routerModulePrototype,
   patchRouterPrototype,
   adoptStack,
   enterApp,
+  exitsOf,
   routeTemplate,
 };

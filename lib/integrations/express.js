@@ -57,7 +57,9 @@ const {
   patchRouterPrototype,
   adoptStack,
   enterApp,
+  exitsOf,
   routeTemplate,
+  currentMount,
 } = require('./express-templates');
 
 const WHERE = 'heap-labels/express';
@@ -111,6 +113,7 @@ function expressRouteLabels(app, options) {
     const { labeler, root } = state;
     const request = ensureState(req);
     if (!enterApp(request, req, root)) return next();
+    exitsOf(request, app, true);
     request.extras = undefined;
     try {
       request.extras = labeler.extrasOf(req);
@@ -161,12 +164,15 @@ function instrumentExpress(express, automatic) {
     }
     return result;
   };
-  appProto.handle = function handle_(req, res) {
+  // Its three parameters passed on as such (express's handle() takes three and reads no more):
+  // `arguments` would be an object per request wherever this runs unoptimized.
+  appProto.handle = function handle_(req, res, callback) {
     try {
       const state = this[kState];
       if (state !== undefined && state.automatic !== undefined && state.automatic.on) {
         const request = ensureState(req);
         if (enterApp(request, req, state.root)) {
+          exitsOf(request, this, false);
           request.extras = undefined;
           state.labeler.startRequest(req, undefined, request);
         }
@@ -174,7 +180,7 @@ function instrumentExpress(express, automatic) {
     } catch (error) {
       automatic.failed(error);
     }
-    return Reflect.apply(handle, this, arguments);
+    return handle.call(this, req, res, callback);
   };
   Object.defineProperty(appProto.init, 'name', { value: 'init' });
   Object.defineProperty(appProto.handle, 'name', { value: 'handle' });
@@ -210,7 +216,7 @@ function patchRequestPrototype(proto) {
       // here would hide this accessor from every later assignment.
       const state = ensureState(this);
       state.expressRoute = route;
-      const mount = state.mount;
+      const mount = state.mount === undefined ? undefined : currentMount(state, this);
       if (mount === undefined || route === null || typeof route !== 'object' || route.path === undefined) return;
       // Guarded: express assigns req.route in its router, where a throw would fail the request.
       try {

@@ -15,9 +15,10 @@ export interface RequestState {
   expressRoute: unknown;
   /** koa.js: the route behind ctx._matchedRoute's accessor. */
   koaMatchedRoute: unknown;
-  /** express-templates.js: the Mount the request is in, and req.baseUrl when it entered it. */
+  /** express-templates.js: the Mount the request is in, req.baseUrl when it entered it, and how it leaves the first router mount it is in (a MountExit). */
   mount: object | undefined;
   base: string | undefined;
+  exit: object | undefined;
   /** lib/instrument/servers.js: the plain server whose fallback label the request got. */
   fallbackServer: object | undefined;
 }
