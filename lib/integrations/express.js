@@ -216,7 +216,7 @@ function patchRequestPrototype(proto) {
       // here would hide this accessor from every later assignment.
       const state = ensureState(this);
       state.expressRoute = route;
-      const mount = state.mount === undefined ? undefined : currentMount(state, this);
+      const mount = currentMount(state, this);
       if (mount === undefined || route === null || typeof route !== 'object' || route.path === undefined) return;
       // Guarded: express assigns req.route in its router, where a throw would fail the request.
       try {

@@ -194,9 +194,7 @@ function wrapEmit(proto, holderOf) {
     const shadowed = own === undefined ? parent.emit : own;
     const holder = runsListeners(this._events, event) ? holderOf(this) : undefined;
     if (holder === undefined || holder === currentLabelHolder()) return shadowed.call(this, event, ...args);
-    pendingHolder = holder;
-    pendingEmit = shadowed;
-    return emitWithHolder.call(this, event, ...args);
+    return emitWithHolder.call(this, holder, shadowed, event, ...args);
   };
   Object.defineProperty(proto, kInstalled, { value: true });
 }
@@ -215,16 +213,10 @@ function runsListeners(events, event) {
   return event !== 'end' || typeof listeners !== 'function' || listeners.name !== 'clearIncoming';
 }
 
-// The wrapper's other path: the shadowed emit with the holder current. Its two operands come
-// through pendingHolder and pendingEmit, set right before the call and read first thing (nothing
-// runs in between), so that the wrapper hands its arguments on as a spread only.
-let pendingHolder;
-let pendingEmit;
-function emitWithHolder(...args) {
-  const holder = pendingHolder;
-  const shadowed = pendingEmit;
-  pendingHolder = undefined;
-  pendingEmit = undefined;
+// The wrapper's other path: the shadowed emit with the holder current. A function of its own, so
+// that the wrapper hands its rest parameter on as a spread only (which optimized code does
+// without making the array) on both paths.
+function emitWithHolder(holder, shadowed, ...args) {
   return runWithLabelHolder(holder, shadowed, this, args);
 }
 
