@@ -134,14 +134,41 @@ NewHolder IsolateState::create_label_holder(HolderBinding binding,
                                             std::size_t labels) {
   v8::Local<v8::Object> holder;
   std::uint64_t serial = 0;
-  if (!holders_
-           .Create(binding.word, binding.pending,
-                   labels == 0 ? v8::Local<v8::Value>() : ToLocal(labels),
-                   &serial)
+  if (labels == 0 ||
+      !holders_.Create(binding.word, binding.pending, ToLocal(labels), &serial)
            .ToLocal(&holder)) {
+    if (labels == 0) {
+      release_label_word(binding.word);
+      if (binding.pending != 0) drop_pending_labels(binding.pending);
+    }
     throw std::runtime_error("could not create a label holder object");
   }
   return NewHolder{ToNapiValue(holder), serial};
+}
+
+NewHolder IsolateState::create_request_holder(std::size_t word,
+                                              std::size_t labels) {
+  v8::Local<v8::Object> holder;
+  std::uint64_t serial = 0;
+  if (!holders_.CreateRequest(word, ToLocal(labels), &serial)
+           .ToLocal(&holder)) {
+    throw std::runtime_error("could not create a request holder object");
+  }
+  return NewHolder{ToNapiValue(holder), serial};
+}
+
+void IsolateState::set_request_labels(std::size_t holder, std::size_t labels) {
+  if (!holders_.SetRequestLabels(ToLocal(holder), ToLocal(labels))) {
+    throw std::invalid_argument("not a request holder of this isolate");
+  }
+}
+
+std::size_t IsolateState::request_labels(std::size_t holder) const {
+  v8::Local<v8::Value> labels;
+  if (!holders_.RequestLabels(ToLocal(holder)).ToLocal(&labels)) {
+    throw std::invalid_argument("not a request holder of this isolate");
+  }
+  return ToNapiValue(labels);
 }
 
 HolderBinding IsolateState::holder_binding(std::size_t holder) const {

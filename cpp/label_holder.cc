@@ -41,10 +41,10 @@ void LabelHolders::Release(Record* record) {
   record->pending = 0;
 }
 
-// Holders come from one template with the `labels` property in place: V8
-// copies the template's first instance for the others, so that a new holder
-// takes no map transition for its property (and a label holder's freeze one
-// cached transition).
+// Label holders come from one template with the `labels` property in place:
+// V8 copies the template's first instance for the others, so that a new
+// holder takes no map transition for its property (and its freeze one cached
+// transition).
 v8::Local<v8::ObjectTemplate> LabelHolders::Template() {
   if (template_.IsEmpty()) {
     v8::Local<v8::String> name = v8::String::NewFromUtf8Literal(
@@ -60,6 +60,16 @@ v8::Local<v8::ObjectTemplate> LabelHolders::Template() {
   return template_.Get(isolate_);
 }
 
+// Request holders: no properties, a third field for the labels object.
+v8::Local<v8::ObjectTemplate> LabelHolders::RequestTemplate() {
+  if (request_template_.IsEmpty()) {
+    v8::Local<v8::ObjectTemplate> tmpl = v8::ObjectTemplate::New(isolate_);
+    tmpl->SetInternalFieldCount(kRequestHolderFieldCount);
+    request_template_.Reset(isolate_, tmpl);
+  }
+  return request_template_.Get(isolate_);
+}
+
 v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
                                                 std::size_t pending,
                                                 v8::Local<v8::Value> labels,
@@ -67,34 +77,77 @@ v8::MaybeLocal<v8::Object> LabelHolders::Create(std::size_t word,
   v8::EscapableHandleScope scope(isolate_);
   v8::Local<v8::Context> context = isolate_->GetCurrentContext();
   v8::Local<v8::Object> holder;
-  bool made = Template()->NewInstance(context).ToLocal(&holder);
-  if (made && !labels.IsEmpty()) {
-    made = holder->Set(context, labels_name_.Get(isolate_), labels)
-               .FromMaybe(false) &&
-           holder->SetIntegrityLevel(context, v8::IntegrityLevel::kFrozen)
-               .FromMaybe(false);
+  v8::MaybeLocal<v8::Object> made = Template()->NewInstance(context);
+  if (made.ToLocal(&holder) &&
+      !(holder->Set(context, labels_name_.Get(isolate_), labels)
+            .FromMaybe(false) &&
+        holder->SetIntegrityLevel(context, v8::IntegrityLevel::kFrozen)
+            .FromMaybe(false))) {
+    made = {};
   }
-  if (!made) {
+  if (!Track(made, word, pending, &holder, serial)) return {};
+  return scope.Escape(holder);
+}
+
+v8::MaybeLocal<v8::Object> LabelHolders::CreateRequest(
+    std::size_t word, v8::Local<v8::Value> labels, std::uint64_t* serial) {
+  v8::EscapableHandleScope scope(isolate_);
+  v8::Local<v8::Object> holder;
+  if (!Track(RequestTemplate()->NewInstance(isolate_->GetCurrentContext()),
+             word, 0, &holder, serial)) {
+    return {};
+  }
+  holder->SetInternalField(kRequestLabelsField, labels);
+  return scope.Escape(holder);
+}
+
+bool LabelHolders::Track(v8::MaybeLocal<v8::Object> made, std::size_t word,
+                         std::size_t pending, v8::Local<v8::Object>* holder,
+                         std::uint64_t* serial) {
+  if (!made.ToLocal(holder)) {
     release_label_word(word);
     if (pending != 0) drop_pending_labels(pending);
-    return {};
+    return false;
   }
   const std::uint64_t key = next_serial_++;
   Record* record =
       &records_
-           .try_emplace(
-               key, Record{this, v8::Global<v8::Object>(isolate_, holder), word,
-                           pending, key})
+           .try_emplace(key,
+                        Record{this, v8::Global<v8::Object>(isolate_, *holder),
+                               word, pending, key})
            .first->second;
-  // Arc<LabelSet> pointers are at least 8-byte aligned and the serial field
-  // is even, as V8 requires (2).
-  SetAlignedPointer(holder, kHolderWordField, reinterpret_cast<void*>(word));
-  SetAlignedPointer(holder, kHolderRecordField, SerialField(key));
+  // Arc<LabelSet> pointers (and request cells) are at least 8-byte aligned
+  // and the serial field is even, as V8 requires (2).
+  SetAlignedPointer(*holder, kHolderWordField, reinterpret_cast<void*>(word));
+  SetAlignedPointer(*holder, kHolderRecordField, SerialField(key));
   record->holder.SetWeak(record, &LabelHolders::OnHolderCollected,
                          v8::WeakCallbackType::kParameter);
   if (pending != 0) overflowed_.insert(record);
   *serial = key;
-  return scope.Escape(holder);
+  return true;
+}
+
+bool LabelHolders::SetRequestLabels(v8::Local<v8::Value> holder,
+                                    v8::Local<v8::Value> labels) {
+  if (RecordOf(holder) == nullptr ||
+      holder.As<v8::Object>()->InternalFieldCount() !=
+          kRequestHolderFieldCount) {
+    return false;
+  }
+  holder.As<v8::Object>()->SetInternalField(kRequestLabelsField, labels);
+  return true;
+}
+
+v8::MaybeLocal<v8::Value> LabelHolders::RequestLabels(
+    v8::Local<v8::Value> holder) const {
+  if (RecordOf(holder) == nullptr ||
+      holder.As<v8::Object>()->InternalFieldCount() !=
+          kRequestHolderFieldCount) {
+    return {};
+  }
+  return holder.As<v8::Object>()
+      ->GetInternalField(kRequestLabelsField)
+      .As<v8::Value>();
 }
 
 std::uint64_t LabelHolders::SerialOf(v8::Local<v8::Value> holder) const {
@@ -115,7 +168,10 @@ const LabelHolders::Record* LabelHolders::RecordOf(
     v8::Local<v8::Value> value) const {
   if (value.IsEmpty() || !value->IsObject()) return nullptr;
   v8::Local<v8::Object> object = value.As<v8::Object>();
-  if (object->InternalFieldCount() != kHolderFieldCount) return nullptr;
+  const int fields = object->InternalFieldCount();
+  if (fields != kHolderFieldCount && fields != kRequestHolderFieldCount) {
+    return nullptr;
+  }
   auto found = records_.find(
       SerialFromField(GetAlignedPointer(object, kHolderRecordField)));
   if (found == records_.end()) return nullptr;

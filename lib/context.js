@@ -59,23 +59,20 @@ function enterLabelHolder(holder) {
 // request holder: a label holder whose labels are decided later, when routing knows the route.
 // What the request allocates before (middleware, body parsing) is read under the labels it is
 // bound to at read time. `bucket` and `labels` are interned label objects with labels of their
-// own, `bucketHolder` and `labelsHolder` their label holders. The request holder's `labels`
-// (what getHeapProfileLabels() reads) follows its bindings: a plain property (a property array
-// per request; a WeakMap entry instead would cost about six times the instructions).
+// own, `bucketHolder` and `labelsHolder` their label holders. The request holder keeps its labels
+// object (what getHeapProfileLabels() reads) in a field of its own, set by the addon as it binds:
+// no property, so no property array per request.
 function enterRequestLabels(bucket, bucketHolder) {
-  // The addon's holder object, which lib/ gives its `labels`.
-  const holder = /** @type {{ labels?: object }} */ (native.createRequestHolder(bucketHolder));
-  holder.labels = bucket;
+  const holder = native.createRequestHolder(bucketHolder, bucket);
   storage.enterWith(holder);
   return holder;
 }
 
-// Binds the request holder `holder` to `labels`: the request's samples and external bytes so far
-// and from now on are read under them.
+// Binds the request holder `holder` to `labels`, which are not its labels now (the caller knows
+// its request's): the request's samples and external bytes so far and from now on are read under
+// them.
 function bindRequestLabels(holder, labels, labelsHolder) {
-  if (holder.labels === labels) return;
-  native.bindRequestHolder(holder, labelsHolder);
-  holder.labels = labels;
+  native.bindRequestHolder(holder, labelsHolder, labels);
 }
 
 let acfEnabled;

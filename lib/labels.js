@@ -560,9 +560,10 @@ function holderOnOverflow(labels, state) {
 
 // This realm's label object of a holder's labels. Realms that share the addon share the labels
 // key (one set of labels per isolate), so a holder may come from another realm's instance.
-// (Its frozen object is validated once, then found in frozenUserLabels.)
+// (Its frozen object is validated once, then found in frozenUserLabels.) A label holder has them
+// as its `labels` property, a request holder (lib/context.js) in a field the addon reads.
 function labelsOfHolder(holder) {
-  const labels = holder.labels;
+  const labels = 'labels' in holder ? holder.labels : native.requestHolderLabels(holder);
   return stateOf.get(labels)?.user ? labels : intern(labels, 'getHeapProfileLabels');
 }
 

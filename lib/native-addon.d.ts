@@ -54,11 +54,12 @@ export declare function bindLabelHolder(holder: object, setKey: Float64Array): b
 
 /**
  * Binds the cell of `request` (from `createRequestHolder`) to the set of `route` (a label holder
- * with labels of its own): the request's samples and external bytes so far move to it, and later
- * ones are taken under it. False when it was bound to that set already or has used its bindings
- * (8). The export is src/fast_calls.rs's plain N-API callback, as for `createRequestHolder`.
+ * with labels of its own) and makes `labels` (`route`'s labels object) its labels: the request's
+ * samples and external bytes so far move to that set, and later ones are taken under it. False
+ * when it was bound to that set already or has used its bindings (8). The export is
+ * src/fast_calls.rs's plain N-API callback, as for `createRequestHolder`.
  */
-export declare function bindRequestHolder(request: object, route: object): boolean
+export declare function bindRequestHolder(request: object, route: object, labels: object): boolean
 
 /** A full garbage collection (for `?gc=1`), without `--expose-gc`. */
 export declare function collectGarbage(): void
@@ -79,11 +80,12 @@ export declare function createLabelHolder(pairs: string, labels: object, setKey:
 /**
  * A request holder (late binding, docs/architecture.md): a label holder whose word is a new
  * request cell bound to the set of `bucket` (a label holder with labels of its own: the request's
- * unrouted bucket). What runs under it is resolved at read time to the set the cell is bound to
- * then (`bindRequestHolder`). The export is src/fast_calls.rs's plain N-API callback, which does
- * the same work (this declaration gives it its type).
+ * unrouted bucket), and whose labels are `labels` (`bucket`'s labels object; what
+ * `requestHolderLabels` returns). What runs under it is resolved at read time to the set the cell
+ * is bound to then (`bindRequestHolder`). The export is src/fast_calls.rs's plain N-API callback,
+ * which does the same work (this declaration gives it its type).
  */
-export declare function createRequestHolder(bucket: object): object
+export declare function createRequestHolder(bucket: object, labels: object): object
 
 /** Disarms the near-heap-limit dump, if one is armed. */
 export declare function disarmNearHeapLimit(): void
@@ -469,6 +471,13 @@ export declare function readProfile(session: number, resetAllocations: boolean):
  * as Jest loads it) uses the same storage.
  */
 export declare function registerLabelsKey<Key extends object>(key: Key): Key
+
+/**
+ * The labels object of the request holder `holder`: the labels it was made or last bound with
+ * (what getHeapProfileLabels() returns under it). A request holder has no `labels` property: it
+ * keeps them in a field of its own, which keeps the object at 48 bytes.
+ */
+export declare function requestHolderLabels(holder: object): unknown
 
 /**
  * Signature: `(session: number, key?: string, force?: boolean) => NativeRetainers` - what retains

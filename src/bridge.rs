@@ -298,18 +298,50 @@ pub mod ffi {
 
         /// Makes a label holder: an object whose field 0 is the aligned pointer `binding.word`
         /// (released by a weak callback when the holder dies). The holder owns `binding` from now
-        /// on, also on failure. `labels` (a napi_value; 0 for a request holder, whose labels lib/
-        /// writes) becomes its read-only `labels` property and the holder is frozen. Returns the
+        /// on, also on failure. `labels` (a napi_value, not 0) becomes its read-only `labels`
+        /// property and the holder is frozen. Returns the
         /// holder as a napi_value and its serial number.
         ///
         /// # Safety
         /// Must run inside a napi callback on the isolate's thread; `binding` came from
-        /// `labels::bind_new_holder`; `labels` is 0 or a napi_value of that callback.
+        /// `labels::bind_new_holder`; `labels` is a napi_value of that callback.
         unsafe fn create_label_holder(
             self: Pin<&mut IsolateState>,
             binding: HolderBinding,
             labels: usize,
         ) -> Result<NewHolder>;
+
+        /// Makes a request holder (late binding): an object whose field 0 is the aligned pointer
+        /// `word`, a request cell's (released by a weak callback when the holder dies; owned by
+        /// the holder from now on, also on failure), and whose field 2 is `labels` (a
+        /// napi_value), its labels object. Returns the holder as a napi_value and its serial
+        /// number.
+        ///
+        /// # Safety
+        /// As for `create_label_holder`; `word` came from `RequestCell::into_word`.
+        unsafe fn create_request_holder(
+            self: Pin<&mut IsolateState>,
+            word: usize,
+            labels: usize,
+        ) -> Result<NewHolder>;
+
+        /// Makes `labels` (a napi_value) the labels object of the request holder `holder` (a
+        /// napi_value). Fails when `holder` is not a live request holder of this isolate.
+        ///
+        /// # Safety
+        /// As for `create_label_holder`.
+        unsafe fn set_request_labels(
+            self: Pin<&mut IsolateState>,
+            holder: usize,
+            labels: usize,
+        ) -> Result<()>;
+
+        /// The labels object of the request holder `holder` (napi_values of the current call).
+        /// Fails when `holder` is not a live request holder of this isolate.
+        ///
+        /// # Safety
+        /// As for `create_label_holder`.
+        unsafe fn request_labels(self: &IsolateState, holder: usize) -> Result<usize>;
 
         /// What `holder` (a napi_value) owns, not transferred. Fails when `holder` is not a live
         /// holder of this isolate.

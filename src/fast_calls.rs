@@ -24,13 +24,17 @@ use crate::error;
 use crate::labels;
 use crate::state::{isolate_state, IsolateAddon};
 
-/// A new request holder whose cell is bound to `bucket`'s set (a napi_value of the current call):
-/// the holder, a napi_value of this call.
-pub fn create_request_holder_in(state: &mut IsolateAddon, bucket: usize) -> error::Result<usize> {
-    let binding = labels::new_request_binding(state, bucket)?;
+/// A new request holder whose cell is bound to `bucket`'s set and whose labels object is
+/// `labels` (napi_values of the current call): the holder, a napi_value of this call.
+pub fn create_request_holder_in(
+    state: &mut IsolateAddon,
+    bucket: usize,
+    labels: usize,
+) -> error::Result<usize> {
+    let word = labels::new_request_word(state, bucket)?;
     // SAFETY: inside a napi callback on the isolate thread (every caller is one); the holder
-    // takes the binding over, also on failure.
-    let made = unsafe { state.v8_mut().create_label_holder(binding, 0)? };
+    // takes the cell's word over, also on failure.
+    let made = unsafe { state.v8_mut().create_request_holder(word, labels)? };
     Ok(made.holder)
 }
 
@@ -66,13 +70,13 @@ fn thrown(env: sys::napi_env, error: error::Error) -> sys::napi_value {
     ptr::null_mut()
 }
 
-/// `createRequestHolder(bucket)`.
+/// `createRequestHolder(bucket, labels)`.
 unsafe extern "C" fn create_request_holder_cb(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
     // SAFETY: N-API calls this with its env and callback info.
-    let Some(([bucket], data)) = (unsafe { call_args::<1>(env, info) }) else {
+    let Some(([bucket, labels], data)) = (unsafe { call_args::<2>(env, info) }) else {
         return thrown(
             env,
             error::Error::Native("createRequestHolder: no call info".into()),
@@ -82,19 +86,19 @@ unsafe extern "C" fn create_request_holder_cb(
     // instance data until the env is torn down, after its last call; on the isolate thread, no
     // other reference to it is live during a call (as for `isolate_state`).
     let state = unsafe { &mut *(data as *mut IsolateAddon) };
-    match create_request_holder_in(state, bucket as usize) {
+    match create_request_holder_in(state, bucket as usize, labels as usize) {
         Ok(holder) => holder as sys::napi_value,
         Err(error) => thrown(env, error),
     }
 }
 
-/// `bindRequestHolder(request, route)`.
+/// `bindRequestHolder(request, route, labels)`.
 unsafe extern "C" fn bind_request_holder_cb(
     env: sys::napi_env,
     info: sys::napi_callback_info,
 ) -> sys::napi_value {
     // SAFETY: N-API calls this with its env and callback info.
-    let Some(([request, route], data)) = (unsafe { call_args::<2>(env, info) }) else {
+    let Some(([request, route, labels], data)) = (unsafe { call_args::<3>(env, info) }) else {
         return thrown(
             env,
             error::Error::Native("bindRequestHolder: no call info".into()),
@@ -102,7 +106,7 @@ unsafe extern "C" fn bind_request_holder_cb(
     };
     // SAFETY: as in create_request_holder_cb.
     let state = unsafe { &mut *(data as *mut IsolateAddon) };
-    match labels::bind_request(state, request as usize, route as usize) {
+    match labels::bind_request(state, request as usize, route as usize, labels as usize) {
         Ok(changed) => {
             let mut result = ptr::null_mut();
             // SAFETY: a live env of this callback; `result` receives the boolean.

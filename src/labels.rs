@@ -253,18 +253,23 @@ fn set_of_holder(state: &mut IsolateAddon, holder: usize, what: &str) -> Result<
     }
 }
 
-/// The binding of a new request holder: a new request cell bound to `bucket`'s set.
-pub fn new_request_binding(state: &mut IsolateAddon, bucket: usize) -> Result<HolderBinding> {
+/// The word of a new request holder: a new request cell bound to `bucket`'s set.
+pub fn new_request_word(state: &mut IsolateAddon, bucket: usize) -> Result<usize> {
     let set = set_of_holder(state, bucket, "the bucket")?;
-    Ok(HolderBinding {
-        word: RequestCell::into_word(RequestCell::new(set)),
-        pending: 0,
-    })
+    Ok(RequestCell::into_word(RequestCell::new(set)))
 }
 
-/// Binds the cell of `request` (a request holder) to `route`'s set: true when the binding
-/// changed, false when the cell is bound to that set already or has used its bindings.
-pub fn bind_request(state: &mut IsolateAddon, request: usize, route: usize) -> Result<bool> {
+/// Binds the cell of `request` (a request holder) to `route`'s set and makes `labels` (route's
+/// labels object) the holder's labels: true when the binding changed, false when the cell is
+/// bound to that set already or has used its bindings (its labels object changes all the same,
+/// as the labels lib/ entered last for the request). All three are napi_values of the current
+/// call.
+pub fn bind_request(
+    state: &mut IsolateAddon,
+    request: usize,
+    route: usize,
+    labels: usize,
+) -> Result<bool> {
     // SAFETY: inside a napi callback on the isolate thread; `request` is one of its values.
     let word = unsafe { state.v8.holder_binding(request)? }.word;
     if !RequestCell::is_cell_word(word) {
@@ -272,7 +277,10 @@ pub fn bind_request(state: &mut IsolateAddon, request: usize, route: usize) -> R
     }
     let set = set_of_holder(state, route, "the route")?;
     // SAFETY: `request`, a napi_value of this call, keeps its cell alive for the call.
-    Ok(unsafe { RequestCell::word_as_ref(word) }.bind(set))
+    let changed = unsafe { RequestCell::word_as_ref(word) }.bind(set);
+    // SAFETY: inside a napi callback on the isolate thread; both are values of this call.
+    unsafe { state.v8_mut().set_request_labels(request, labels)? };
+    Ok(changed)
 }
 
 #[cfg(test)]

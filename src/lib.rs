@@ -248,33 +248,68 @@ pub fn bind_label_holder(
 
 /// A request holder (late binding, docs/architecture.md): a label holder whose word is a new
 /// request cell bound to the set of `bucket` (a label holder with labels of its own: the request's
-/// unrouted bucket). What runs under it is resolved at read time to the set the cell is bound to
-/// then (`bindRequestHolder`). The export is src/fast_calls.rs's plain N-API callback, which does
-/// the same work (this declaration gives it its type).
+/// unrouted bucket), and whose labels are `labels` (`bucket`'s labels object; what
+/// `requestHolderLabels` returns). What runs under it is resolved at read time to the set the cell
+/// is bound to then (`bindRequestHolder`). The export is src/fast_calls.rs's plain N-API callback,
+/// which does the same work (this declaration gives it its type).
 #[napi]
 pub fn create_request_holder<'env>(
     env: &'env Env,
     bucket: Object<'env>,
+    labels: Object<'env>,
 ) -> napi::Result<Object<'env>> {
     let run = || -> error::Result<Object<'env>> {
         let state = isolate_state(env)?;
-        let holder = fast_calls::create_request_holder_in(state, bucket.raw() as usize)?;
+        let holder = fast_calls::create_request_holder_in(
+            state,
+            bucket.raw() as usize,
+            labels.raw() as usize,
+        )?;
         Ok(Object::from_raw(env.raw(), holder as napi::sys::napi_value))
     };
     run().map_err(|e| e.throw(env))
 }
 
 /// Binds the cell of `request` (from `createRequestHolder`) to the set of `route` (a label holder
-/// with labels of its own): the request's samples and external bytes so far move to it, and later
-/// ones are taken under it. False when it was bound to that set already or has used its bindings
-/// (8). The export is src/fast_calls.rs's plain N-API callback, as for `createRequestHolder`.
+/// with labels of its own) and makes `labels` (`route`'s labels object) its labels: the request's
+/// samples and external bytes so far move to that set, and later ones are taken under it. False
+/// when it was bound to that set already or has used its bindings (8). The export is
+/// src/fast_calls.rs's plain N-API callback, as for `createRequestHolder`.
 #[napi]
-pub fn bind_request_holder(env: Env, request: Object<'_>, route: Object<'_>) -> napi::Result<bool> {
+pub fn bind_request_holder(
+    env: Env,
+    request: Object<'_>,
+    route: Object<'_>,
+    labels: Object<'_>,
+) -> napi::Result<bool> {
     let run = || -> error::Result<bool> {
         let state = isolate_state(&env)?;
-        labels::bind_request(state, request.raw() as usize, route.raw() as usize)
+        labels::bind_request(
+            state,
+            request.raw() as usize,
+            route.raw() as usize,
+            labels.raw() as usize,
+        )
     };
     run().map_err(|e| e.throw(&env))
+}
+
+/// The labels object of the request holder `holder`: the labels it was made or last bound with
+/// (what getHeapProfileLabels() returns under it). A request holder has no `labels` property: it
+/// keeps them in a field of its own, which keeps the object at 48 bytes.
+#[napi]
+pub fn request_holder_labels<'env>(
+    env: &'env Env,
+    holder: Object<'env>,
+) -> napi::Result<Unknown<'env>> {
+    let run = || -> error::Result<Unknown<'env>> {
+        let state = isolate_state(env)?;
+        // SAFETY: inside this napi callback on the isolate thread; `holder` is one of its values.
+        let labels = unsafe { state.v8.request_labels(holder.raw() as usize)? };
+        // SAFETY: a napi_value of this call (the holder's field, a handle in its scope).
+        Ok(unsafe { Unknown::from_raw_unchecked(env.raw(), labels as napi::sys::napi_value) })
+    };
+    run().map_err(|e| e.throw(env))
 }
 
 /// The label holder with that serial number (from `bindLabelHolder`) while it is alive. How lib/

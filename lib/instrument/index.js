@@ -63,8 +63,8 @@ class Instrumentation {
         return (frameworkLabeler ??= createRouteLabeler(undefined, WHERE, true));
       },
       failed: undefined,
-      onApp: (app) => servers.markFrameworkListener(app),
-      onListener: (listener) => servers.markFrameworkListener(listener),
+      onApp: (app) => servers.markExpressApp(app),
+      onListener: (listener) => servers.markKoaListener(listener),
     };
     this.automatic = automatic;
     automatic.failed = failed;

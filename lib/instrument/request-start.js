@@ -9,7 +9,7 @@
 // Each request starts under its own labels, so that nothing carries over from the previous
 // request of a keep-alive connection (without AsyncContextFrame, enterWith() writes to the
 // connection's async resource):
-//   a framework's server (servers.js): a request holder bound to the bucket of the request's method
+//   a framework's server (servers.js: FRAMEWORK, EXPRESS, KOA): a request holder bound to the bucket of the request's method
 //     (`(unmatched) GET`), which the framework's instrumentation binds to the route template once
 //     routing knows it (late binding: lib/integrations/route-labels.js, docs/architecture.md);
 //   a plain server: the fallback label, method and normalised path (fallback-route.js), with the
@@ -21,10 +21,18 @@
 const dc = require('node:diagnostics_channel');
 const { fallbackRoute } = require('./fallback-route');
 const servers = require('./servers');
-const { bindStream } = require('../integrations/request-context');
+const { bindStream, ensureExpressState, ensureKoaState } = require('../integrations/request-context');
 
 const HTTP_START = 'http.server.request.start';
 const HTTP2_START = 'http2.server.stream.start';
+
+// The state of a request of a server of that kind: its framework's, undefined where that has no
+// state of its own (startRequest then makes a RequestState).
+function frameworkState(request, kind) {
+  if (kind === servers.EXPRESS) return ensureExpressState(request);
+  if (kind === servers.KOA) return ensureKoaState(request);
+  return undefined;
+}
 
 // Subscribes; returns the function that unsubscribes. `labelers`: { framework, fallback } (route
 // labelers), `failed(error)`: reports a bug here once (the request then goes unlabeled).
@@ -33,10 +41,11 @@ function watchRequestStarts({ labelers, failed }) {
   function start(request, server, method, target) {
     const kind = servers.kindOf(server);
     if (kind === servers.OWN) return false;
-    if (kind === servers.FRAMEWORK) {
+    if (kind === servers.FRAMEWORK || kind === servers.EXPRESS || kind === servers.KOA) {
       // Late binding: a request holder bound to the method's bucket, which routing binds to the
-      // route, so what the app's middleware allocates before routing counts to the route.
-      labelers.framework.startRequest(request, undefined);
+      // route, so what the app's middleware allocates before routing counts to the route. An
+      // express or koa app's request gets its framework's state from the start.
+      labelers.framework.startRequest(request, undefined, frameworkState(request, kind));
       return true;
     }
     labelers.fallback.enterRoute(request, fallbackRoute(method, target), undefined);

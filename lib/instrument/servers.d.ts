@@ -4,7 +4,10 @@
 export const OWN: 'own';
 export const FRAMEWORK: 'framework';
 export const PLAIN: 'plain';
-export type ServerKind = typeof OWN | typeof FRAMEWORK | typeof PLAIN;
+/** A framework's server whose listener is an express app, or what koa's app.callback() returns. */
+export const EXPRESS: 'express';
+export const KOA: 'koa';
+export type ServerKind = typeof OWN | typeof FRAMEWORK | typeof PLAIN | typeof EXPRESS | typeof KOA;
 
 /** The server's kind, decided at its first request and kept. */
 export function kindOf(server: object): ServerKind;
@@ -12,12 +15,14 @@ export function kindOf(server: object): ServerKind;
 export function markOwnServer(server: object): void;
 /** A server an instrumented framework serves (fastify's instance.server). */
 export function markFrameworkServer(server: object | null | undefined): void;
-/** A request listener an instrumented framework made (an express app, koa's callback()). */
-export function markFrameworkListener(listener: unknown): void;
+/** An express app (a request listener): its server is EXPRESS. */
+export function markExpressApp(app: unknown): void;
+/** What koa's app.callback() returns (a request listener): its server is KOA. */
+export function markKoaListener(listener: unknown): void;
 /** Records that `request` got the fallback label as a request of `server`. */
 export function noteFallback(request: object, server: object): void;
 /**
- * An integration labeled a request (`state`: its RequestState, lib/integrations/request-context.js):
+ * An integration labeled `request` (`state`: its RequestState, lib/integrations/request-context.js):
  * a server taken for a plain one is a framework's after all.
  */
-export function claim(state: { fallbackServer: object | undefined }): void;
+export function claim(request: object, state: { mount?: object }): void;

@@ -7,6 +7,9 @@
 //   FRAMEWORK  a server an instrumented framework serves: requests start with the framework's
 //              bucket label, which the framework replaces by the route template once it knows it;
 //   PLAIN      any other server: requests get the fallback label (method and normalised path).
+//   EXPRESS,   a FRAMEWORK server whose listener is an express app, or what koa's app.callback()
+//   KOA        returns: its requests' state is made with the framework's fields
+//              (lib/integrations/request-context.js).
 // A server is a framework's when the framework marked it (fastify's instance.server), or when
 // one of its 'request' listeners is a function the framework marked (an express app, what koa's
 // app.callback() returns). A server whose listener wraps the framework's ((req, res) => app(req,
@@ -18,16 +21,19 @@
 // added; nothing here touches the servers themselves. A request's PLAIN server is kept in the
 // request's state (lib/integrations/request-context.js).
 
-const { ensureState } = require('../integrations/request-context');
-
 const OWN = 'own';
 const FRAMEWORK = 'framework';
 const PLAIN = 'plain';
+const EXPRESS = 'express';
+const KOA = 'koa';
 
 const kinds = new WeakMap(); // server -> kind, decided at its first request
 const ownServers = new WeakSet();
 const frameworkServers = new WeakSet();
-const frameworkListeners = new WeakSet();
+const expressApps = new WeakSet();
+const koaListeners = new WeakSet();
+// request -> the PLAIN server whose fallback label it got (noteFallback), until claimed.
+const fallbacks = new WeakMap();
 
 function kindOf(server) {
   let kind = kinds.get(server);
@@ -44,7 +50,8 @@ function classify(server) {
   if (typeof server.listeners === 'function') {
     for (const listener of server.listeners('request')) {
       // A `once` listener is listed unwrapped; a listener that wraps another names it `.listener`.
-      if (frameworkListeners.has(listener) || frameworkListeners.has(listener.listener)) return FRAMEWORK;
+      if (expressApps.has(listener) || expressApps.has(listener.listener)) return EXPRESS;
+      if (koaListeners.has(listener) || koaListeners.has(listener.listener)) return KOA;
     }
   }
   return PLAIN;
@@ -61,34 +68,43 @@ function markFrameworkServer(server) {
   if (kinds.get(server) === PLAIN) kinds.delete(server);
 }
 
-function markFrameworkListener(listener) {
-  if (typeof listener === 'function') frameworkListeners.add(listener);
+function markKoaListener(listener) {
+  if (typeof listener === 'function') koaListeners.add(listener);
+}
+
+function markExpressApp(app) {
+  if (typeof app === 'function') expressApps.add(app);
 }
 
 // Records that `request` got the fallback label as a request of the PLAIN `server`.
 function noteFallback(request, server) {
-  ensureState(request).fallbackServer = server;
+  fallbacks.set(request, server);
 }
 
 // Called whenever a framework starts a request or labels are entered for a request not started
 // under a request holder (lib/integrations/route-labels.js; `state` is the request's state): a
 // request that got the fallback label is now labeled by a framework or an explicit integration,
 // so its server is served by one, and its next requests start with the bucket instead.
-function claim(state) {
-  const server = state.fallbackServer;
+function claim(request, state) {
+  const server = fallbacks.get(request);
   if (server === undefined) return;
-  state.fallbackServer = undefined;
-  if (kinds.get(server) === PLAIN) kinds.set(server, FRAMEWORK);
+  fallbacks.delete(request);
+  // A request that express's routing tracks (lib/integrations/express-templates.js gave it its
+  // Mount before starting it) makes the server an express app's.
+  if (kinds.get(server) === PLAIN) kinds.set(server, state.mount === undefined ? FRAMEWORK : EXPRESS);
 }
 
 module.exports = {
   OWN,
   FRAMEWORK,
   PLAIN,
+  EXPRESS,
+  KOA,
   kindOf,
   markOwnServer,
   markFrameworkServer,
-  markFrameworkListener,
+  markExpressApp,
+  markKoaListener,
   noteFallback,
   claim,
 };

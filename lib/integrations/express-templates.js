@@ -86,12 +86,17 @@ class Mount {
 
   // The template of `route` matched at its path number `index` (undefined: not told).
   template(route, index) {
-    let templates = this.templates.get(route);
-    if (templates === undefined) {
-      templates = pathsOf(route.path).map((path) => joinPath(this.prefix, path, this.patternEnd));
-      this.templates.set(route, templates);
-    }
-    return templates[index];
+    const templates = this.templates.get(route);
+    return (templates === undefined ? this.cacheTemplates(route) : templates)[index];
+  }
+
+  // The templates of `route`, made and cached at its first request. A method of its own: the
+  // closure here would otherwise give template() a context allocated at every call (about 80
+  // bytes per request where it runs unoptimized).
+  cacheTemplates(route) {
+    const templates = pathsOf(route.path).map((path) => joinPath(this.prefix, path, this.patternEnd));
+    this.templates.set(route, templates);
+    return templates;
   }
 }
 
@@ -233,7 +238,7 @@ function patchRouterPrototype(proto) {
       // The router the request is in, dispatching it again (req.app.handle() from its own
       // middleware): nothing tells when this dispatch hands the request back, so req.next cannot
       // tell a mount's exit from now on.
-      if (state.exit === undefined) state.exit = NO_EXIT;
+      if (state.exitNext === undefined) state.exitNext = NO_EXIT;
       return handle.call(this, req, res, out);
     }
     return enterRouter(this, handle, state, req, res, out);
@@ -338,7 +343,7 @@ function adopt(router, layer, path, strict = false) {
   const handleRequest = layer[method];
   // While the request is inside the mounted router, its mount is one level down; when the router
   // hands the request back (next, with or without an error), it is restored: noticed from
-  // req.next (MountExit) for the first router mount the request is in, by a wrapper of `next` for
+  // req.next (its mount exit) for the first router mount the request is in, by a wrapper of `next` for
   // a sub-app and below the first.
   const mountsRouter = routerOf(handle) !== undefined;
   layer[method] = function handleMounted(req, res, next) {
@@ -350,16 +355,19 @@ function adopt(router, layer, path, strict = false) {
     if (index < 0) untold(parent, paths);
     state.mount = parent.child(layer, paths, index);
     state.base = req.baseUrl;
-    if (mountsRouter && state.exit === undefined && req.next === next && parent.router === router) {
-      state.exit = new MountExit(next, parent, base);
+    if (mountsRouter && state.exitNext === undefined && req.next === next && parent.router === router) {
+      state.exitNext = next;
+      state.exitParent = parent;
+      state.exitBase = base;
+      state.exitEntered = false;
       return handleRequest.call(this, req, res, next);
     }
-    if (state.exit === undefined) state.exit = ENTERING;
+    if (state.exitNext === undefined) state.exitNext = ENTERING;
     return handleRequest.call(this, req, res, leaveMount(state, parent, base, next));
   };
 }
 
-// The `next` of a mount entered while the request has a MountExit (or whose exit req.next cannot
+// The `next` of a mount entered while the request has a mount exit (or whose exit req.next cannot
 // tell): it restores the parent when the router hands the request back. Made here, not in
 // handleMounted, whose variables a closure would otherwise put in a context allocated at every
 // call, the calls that need no closure included.
@@ -367,7 +375,7 @@ function leaveMount(state, parent, base, next) {
   return function leaveMount(error) {
     state.mount = parent;
     state.base = base;
-    if (state.exit === ENTERING) state.exit = undefined; // a mount that entered no router
+    if (state.exitNext === ENTERING) state.exitNext = undefined; // a mount that entered no router
     return next(error);
   };
 }
@@ -382,33 +390,27 @@ function leaveMount(state, parent, base, next) {
 // Mount of its own (mounted at the root, or called directly by middleware), a dispatch of a router
 // into itself (req.app.handle() from its own middleware) or an app mounted in another app could
 // hand the request back to a router whose `next` is another, and req.next would never tell. So a
-// request holds one MountExit at most, made only for a mount whose layer belongs to the router of
+// request holds one mount exit at most, made only for a mount whose layer belongs to the router of
 // its parent Mount, and none once a router dispatched it again or when it runs in an app mounted
 // in another (NO_EXIT); any other mount gets the wrapper of `next` (leaveMount), which restores
 // the parent when called. The exit is read where the request's Mount matters: currentMount().
-class MountExit {
-  constructor(next, parent, base) {
-    this.next = next; // req.next once the request is back in `parent`
-    this.parent = parent; // the Mount and req.baseUrl to restore then
-    this.base = base;
-    this.entered = false; // whether the mount's router has been entered (handle_)
-  }
-}
+// The exit's fields are the request state's (ExpressRequestState: exitNext, exitParent, exitBase,
+// exitEntered), not an object per request. exitNext is req.next once the request is back in
+// exitParent (whose base was exitBase), or else: undefined (no exit yet, one may be made),
+// ENTERING (a Mount was just entered without one, or the app's root: the next handle() of its
+// router is its entry, not a dispatch again), NO_EXIT (none for the rest of the request).
+// exitEntered: whether the mount's router has been entered (handle_).
+const ENTERING = Symbol('entering');
+const NO_EXIT = Symbol('no exit');
 
-// state.exit besides a MountExit: undefined (none yet, one may be made), ENTERING (a Mount was
-// just entered without one, or the app's root: the next handle() of its router is its entry, not
-// a dispatch again), NO_EXIT (none for the rest of the request).
-const ENTERING = Object.freeze(new MountExit(undefined, undefined, undefined));
-const NO_EXIT = Object.freeze(new MountExit(undefined, undefined, undefined));
-
-// The request's Mount now: the Mount it was in before its MountExit's mount, if its router has
+// The request's Mount now: the Mount it was in before its mount exit's mount, if its router has
 // handed it back since.
 function currentMount(state, req) {
-  const exit = state.exit;
-  if (exit !== undefined && exit.parent !== undefined && req.next === exit.next) {
-    state.exit = undefined;
-    state.mount = exit.parent;
-    state.base = exit.base;
+  const next = state.exitNext;
+  if (typeof next === 'function' && req.next === next) {
+    state.exitNext = undefined;
+    state.mount = state.exitParent;
+    state.base = state.exitBase;
   }
   return state.mount;
 }
@@ -418,12 +420,12 @@ function currentMount(state, req) {
 // is still the parent's. Anything else is a call of that router after it handed the request back
 // (currentMount() then restores the parent) or a dispatch of it again.
 function entersMount(state, router) {
-  const exit = state.exit;
-  if (exit === ENTERING) state.exit = undefined;
+  const next = state.exitNext;
+  if (next === ENTERING) state.exitNext = undefined;
   if (state.mount.router !== router) return false;
-  if (exit === ENTERING) return true;
-  if (exit === undefined || exit === NO_EXIT || exit.entered) return false;
-  exit.entered = true;
+  if (next === ENTERING) return true;
+  if (typeof next !== 'function' || state.exitEntered) return false;
+  state.exitEntered = true;
   return true;
 }
 
@@ -443,12 +445,12 @@ function enterApp(state, req, root) {
   return true;
 }
 
-// How a request's mounts are left (MountExit), once enterApp() started tracking it in `app`:
+// How a request's mounts are left (its mount exit), once enterApp() started tracking it in `app`:
 // `routerEntered` says whether the app's router already runs (a middleware of it entered the app),
 // or is entered next (app.handle()). In an app mounted in another app, req.next does not tell.
 function exitsOf(state, app, routerEntered) {
-  if (app.parent !== undefined) state.exit = NO_EXIT;
-  else if (!routerEntered) state.exit = ENTERING;
+  if (app.parent !== undefined) state.exitNext = NO_EXIT;
+  else if (!routerEntered) state.exitNext = ENTERING;
 }
 
 // The template of `route`, which the router just matched for `req` (in `mount`, its Mount):

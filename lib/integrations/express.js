@@ -49,7 +49,7 @@
 // nothing is installed twice, and the middleware of step 1 takes over the request start.
 
 const { createRouteLabeler } = require('./route-labels');
-const { stateOf, ensureState } = require('./request-context');
+const { stateOf, ensureExpressState } = require('./request-context');
 const {
   Mount,
   routerPrototype,
@@ -111,7 +111,7 @@ function expressRouteLabels(app, options) {
   router.use(function heapLabelsStart(req, res, next) {
     // A sub-app whose parent is labeled too keeps the parent's state (and mount prefix).
     const { labeler, root } = state;
-    const request = ensureState(req);
+    const request = ensureExpressState(req);
     if (!enterApp(request, req, root)) return next();
     exitsOf(request, app, true);
     request.extras = undefined;
@@ -170,7 +170,7 @@ function instrumentExpress(express, automatic) {
     try {
       const state = this[kState];
       if (state !== undefined && state.automatic !== undefined && state.automatic.on) {
-        const request = ensureState(req);
+        const request = ensureExpressState(req);
         if (enterApp(request, req, state.root)) {
           exitsOf(request, this, false);
           request.extras = undefined;
@@ -214,7 +214,7 @@ function patchRequestPrototype(proto) {
       // Kept in the request's state even for a request no labeled app has started yet (an
       // unlabeled app routing before it hands the request to a labeled sub-app): an own property
       // here would hide this accessor from every later assignment.
-      const state = ensureState(this);
+      const state = ensureExpressState(this);
       state.expressRoute = route;
       const mount = currentMount(state, this);
       if (mount === undefined || route === null || typeof route !== 'object' || route.path === undefined) return;

@@ -63,7 +63,7 @@
 
 const { METHODS } = require('node:http');
 const { createRouteLabeler, formatPath, joinPath } = require('./route-labels');
-const { stateOf, ensureState } = require('./request-context');
+const { stateOf, ensureKoaState } = require('./request-context');
 
 const WHERE = 'heap-labels/koa';
 
@@ -206,7 +206,7 @@ function install(app, state) {
     const labeler = state.labeler;
     let badExtras;
     try {
-      const request = ensureState(ctx.req);
+      const request = ensureKoaState(ctx.req);
       request.extras = undefined;
       try {
         request.extras = labeler.extrasOf(ctx);
@@ -219,10 +219,17 @@ function install(app, state) {
       labeler.warnOnce('failure', `a request could not be labeled: ${error && error.message}`);
       return handleRequest.call(this, ctx, fnMiddleware);
     }
-    if (badExtras !== undefined) return handleRequest.call(this, ctx, () => Promise.reject(badExtras));
+    if (badExtras !== undefined) return handleRequest.call(this, ctx, rejecting(badExtras));
     return handleRequest.call(this, ctx, fnMiddleware);
   };
   app[kState] = state;
+}
+
+// Middleware that fails the request with `error`. Made here: a closure in handleRequestWithLabels
+// would put its variables in a context allocated at every request, the ones that need no closure
+// included.
+function rejecting(error) {
+  return () => Promise.reject(error);
 }
 
 // Whether assigning `path` to ctx._matchedRoute names the request's route: `path` is the path of a
@@ -248,12 +255,15 @@ function isRoutePath(matched, path, method, router) {
 
 // Whether a layer's methods are every method node:http knows (router.all(): @koa/router registers
 // http.METHODS), remembered per methods array (a layer's, fixed when the route is registered).
+// A loop, not METHODS.every() with a closure: that would give this function a context for
+// `methods` at every call (per request, where it runs unoptimized), the cached ones included.
 const everyMethodOf = new WeakMap();
 function takesEveryMethod(methods) {
   if (methods.length < METHODS.length) return false;
   let every = everyMethodOf.get(methods);
   if (every === undefined) {
-    every = METHODS.every((method) => methods.includes(method));
+    every = true;
+    for (const method of METHODS) if (!methods.includes(method)) every = false;
     everyMethodOf.set(methods, every);
   }
   return every;

@@ -11,16 +11,26 @@ export interface RequestState {
   listeners: object | undefined;
   /** The integrations: the request's interned extra labels. */
   extras: object | undefined;
-  /** express.js: the route behind req.route's accessor. */
-  expressRoute: unknown;
+}
+
+/** The state of a request a koa app serves. */
+export interface KoaRequestState extends RequestState {
   /** koa.js: the route behind ctx._matchedRoute's accessor. */
   koaMatchedRoute: unknown;
-  /** express-templates.js: the Mount the request is in, req.baseUrl when it entered it, and how it leaves the first router mount it is in (a MountExit). */
+}
+
+/** The state of a request an express app serves: express's routing keeps more per request. */
+export interface ExpressRequestState extends RequestState {
+  /** express.js: the route behind req.route's accessor. */
+  expressRoute: unknown;
+  /** express-templates.js: the Mount the request is in and req.baseUrl when it entered it. */
   mount: object | undefined;
   base: string | undefined;
-  exit: object | undefined;
-  /** lib/instrument/servers.js: the plain server whose fallback label the request got. */
-  fallbackServer: object | undefined;
+  /** express-templates.js: how the request leaves the first router mount it is in. */
+  exitNext: unknown;
+  exitParent: object | undefined;
+  exitBase: string | undefined;
+  exitEntered: boolean;
 }
 
 /** The state of `request`, undefined if it has none. */
@@ -28,6 +38,12 @@ export function stateOf(request: object): RequestState | undefined;
 
 /** The state of `request`, made if it has none. */
 export function ensureState(request: object): RequestState;
+
+/** The same for a request an express app serves: made as an ExpressRequestState. */
+export function ensureExpressState(request: object): ExpressRequestState;
+
+/** The same for a request a koa app serves: made as a KoaRequestState. */
+export function ensureKoaState(request: object): KoaRequestState;
 
 /**
  * Records `holder`, the label holder the caller just entered (current now), as `request`'s own: its

@@ -82,7 +82,12 @@ function table() {
 }
 
 // What heap-labels keeps per labeled request: one object per request, every field set by its
-// constructor, so that all requests share one map. Each field is written by the module named.
+// constructor, so that all requests of a framework share one map. Each field is written by the
+// module named. What only one framework needs is in its subclass below, made where the request is
+// known to be that framework's (its integration; lib/instrument/request-start.js for a server the
+// framework's listener serves), so that the other frameworks' requests do not carry it. A request
+// whose state was made as a plain RequestState before its framework saw it (a server whose
+// listener wraps the framework's) gets the framework's fields as it goes: slower, as correct.
 class RequestState {
   constructor() {
     // route-labels.js: the request holder the request was started under (late binding), or
@@ -91,20 +96,38 @@ class RequestState {
     this.labels = undefined;
     // Here: the label holder the request's own listeners run under (bindRequest).
     this.listeners = undefined;
-    // The integrations: the request's interned extra labels (their `labels` option), and each
-    // framework's own route value behind the accessor that reports it (express's req.route, koa's
-    // ctx._matchedRoute): one field each, since one request can pass through both (a koa app
-    // mounted in an express app).
+    // The integrations: the request's interned extra labels (their `labels` option).
     this.extras = undefined;
-    this.expressRoute = undefined;
+  }
+}
+
+// A request a koa app serves.
+class KoaRequestState extends RequestState {
+  constructor() {
+    super();
+    // koa.js: koa's own route value behind the accessor that reports it (ctx._matchedRoute).
     this.koaMatchedRoute = undefined;
-    // express-templates.js: the Mount the request is in, req.baseUrl when it entered it, and how
-    // it leaves the first router mount it is in (a MountExit).
+  }
+}
+
+// A request an express app serves: express's routing keeps seven fields per request.
+class ExpressRequestState extends RequestState {
+  constructor() {
+    super();
+    // express.js: express's own route value behind the accessor that reports it (req.route). A
+    // field of its own beside koa's: one request can pass through both (a koa app in an express
+    // route).
+    this.expressRoute = undefined;
+    // express-templates.js: the Mount the request is in and req.baseUrl when it entered it; how it
+    // leaves the first router mount it is in (req.next once it is back in `exitParent`, which
+    // `exitBase` was its base; whether the mount's router has been entered), in these fields
+    // rather than an object of their own (56 bytes per request).
     this.mount = undefined;
     this.base = undefined;
-    this.exit = undefined;
-    // lib/instrument/servers.js: the plain server whose fallback label the request got.
-    this.fallbackServer = undefined;
+    this.exitNext = undefined;
+    this.exitParent = undefined;
+    this.exitBase = undefined;
+    this.exitEntered = false;
   }
 }
 
@@ -113,15 +136,20 @@ function stateOf(request) {
   return table().get(request);
 }
 
-// The state of `request` (an object), made if it has none.
-function ensureState(request) {
+// The state of `request` (an object), made as a `Kind` if it has none.
+function ensure(request, Kind) {
   let state = table().get(request);
   if (state === undefined) {
-    state = new RequestState();
+    state = new Kind();
     table().set(request, state);
   }
   return state;
 }
+
+const ensureState = (request) => ensure(request, RequestState);
+// The same for a request an express app, or a koa app, serves.
+const ensureExpressState = (request) => ensure(request, ExpressRequestState);
+const ensureKoaState = (request) => ensure(request, KoaRequestState);
 
 let installed = false;
 let http2; // node:http2, loaded when the first HTTP/2 stream is bound
@@ -220,4 +248,4 @@ function emitWithHolder(holder, shadowed, ...args) {
   return runWithLabelHolder(holder, shadowed, this, args);
 }
 
-module.exports = { bindRequest, bindStream, stateOf, ensureState };
+module.exports = { bindRequest, bindStream, stateOf, ensureState, ensureExpressState, ensureKoaState };

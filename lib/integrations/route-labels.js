@@ -232,7 +232,7 @@ class RouteLabeler {
     state.holder = enterRequestLabels(labels, keptHolderOf(labels));
     state.labels = labels;
     bindRequest(request, state, state.holder);
-    claim(state);
+    claim(request, state);
     return labels;
   }
 
@@ -245,7 +245,8 @@ class RouteLabeler {
     const holder = state === undefined ? undefined : state.holder;
     const labelsHolder = keptHolderOf(labels);
     if (holder !== undefined) {
-      bindRequestLabels(holder, labels, labelsHolder);
+      // state.labels are its holder's labels (startRequest, here).
+      if (state.labels !== labels) bindRequestLabels(holder, labels, labelsHolder);
       state.labels = labels;
       // The holder is current wherever the request's context went; where it is not (a context
       // lost on the way, or user labels entered since), the route's labels are entered as today.
@@ -263,7 +264,7 @@ class RouteLabeler {
     if (state !== undefined) {
       state.labels = labels;
       bindRequest(request, state, labelsHolder);
-      claim(state);
+      claim(request, state);
     }
     return labels;
   }

@@ -11,7 +11,7 @@ const path: string = normalisePath(undefined);
 const server = http.createServer();
 markOwnServer(server);
 const framework: boolean = kindOf(server) === FRAMEWORK;
-claim({ fallbackServer: undefined });
+claim({}, {});
 void [label, path, framework, MAX_SEGMENTS];
 running.stop();
 // @ts-expect-error: log takes a message

@@ -48,6 +48,9 @@ class IsolateState : public HeapLimitDumpSource {
     return reports_dead_samples_ || keeps_dead_samples_;
   }
   NewHolder create_label_holder(HolderBinding binding, std::size_t labels);
+  NewHolder create_request_holder(std::size_t word, std::size_t labels);
+  void set_request_labels(std::size_t holder, std::size_t labels);
+  std::size_t request_labels(std::size_t holder) const;
   HolderBinding holder_binding(std::size_t holder) const;
   void rebind_label_holder(std::size_t holder, std::size_t word);
   rust::Vec<std::size_t> overflowed_holders() const;

@@ -7,11 +7,13 @@
 //            collected.
 //   field 1: the holder's serial number, shifted left by one (an even value,
 //            as an aligned pointer must be): the key of its Record (below).
-// Its frozen labels object is its read-only property `labels` (a property read
-// is what getHeapProfileLabels() needs; no native call): every holder has the
-// property from the template (writable, not enumerable), a label holder gets
-// its labels at creation and is frozen, a request holder's labels are written
-// by lib/ as routing decides them.
+// A label holder's frozen labels object is its read-only property `labels`
+// (a property read is what getHeapProfileLabels() needs; no native call): it
+// has the property from its template, gets its labels at creation and is
+// frozen. A request holder (late binding) changes its labels as routing
+// decides them, one per request: it comes from another template with a third
+// field instead, holding its labels object, so that it is 48 bytes with no
+// property array (80 with one).
 // On the patched runtime, V8's allocation-free CPED lookup finds the holder
 // under the labels key and reads field 0 (see docs/architecture.md).
 //
@@ -45,6 +47,9 @@ namespace heap_labels {
 inline constexpr int kHolderWordField = 0;
 inline constexpr int kHolderRecordField = 1;
 inline constexpr int kHolderFieldCount = 2;
+// A request holder's third field: its labels object (a JS value).
+inline constexpr int kRequestLabelsField = 2;
+inline constexpr int kRequestHolderFieldCount = 3;
 
 // Makes and tracks the label holders of one isolate.
 class LabelHolders {
@@ -58,12 +63,26 @@ class LabelHolders {
   // Creates a holder in the current context bound to `word` (0: no labels).
   // Takes ownership of the strong reference `word` stands for and of
   // `pending` (a PendingLabels box, 0 when `word` is the holder's own set),
-  // also on failure (empty result). A non-empty `labels` becomes its `labels`
-  // and the holder is frozen; with an empty one (a request holder) `labels`
-  // stays undefined and writable. `*serial` receives its serial number.
+  // also on failure (empty result). `labels` becomes its `labels` and the
+  // holder is frozen. `*serial` receives its serial number.
   v8::MaybeLocal<v8::Object> Create(std::size_t word, std::size_t pending,
                                     v8::Local<v8::Value> labels,
                                     std::uint64_t* serial);
+
+  // Creates a request holder bound to `word` (a request cell's, taken over
+  // also on failure) whose labels object is `labels`.
+  v8::MaybeLocal<v8::Object> CreateRequest(std::size_t word,
+                                           v8::Local<v8::Value> labels,
+                                           std::uint64_t* serial);
+
+  // Makes `labels` the labels object of the request holder `holder`. False
+  // when `holder` is not a live request holder of this isolate.
+  bool SetRequestLabels(v8::Local<v8::Value> holder,
+                        v8::Local<v8::Value> labels);
+
+  // The labels object of the request holder `holder`; empty when `holder` is
+  // not a live request holder of this isolate.
+  v8::MaybeLocal<v8::Value> RequestLabels(v8::Local<v8::Value> holder) const;
 
   // The word and the pending labels of `holder` (not transferred; pending is
   // 0 when it is bound to its own set). False when `holder` is not a live
@@ -108,6 +127,12 @@ class LabelHolders {
   };
 
   v8::Local<v8::ObjectTemplate> Template();
+  v8::Local<v8::ObjectTemplate> RequestTemplate();
+  // Gives a new holder its fields and a record; false (and `word` and
+  // `pending` released) when `made` is empty.
+  bool Track(v8::MaybeLocal<v8::Object> made, std::size_t word,
+             std::size_t pending, v8::Local<v8::Object>* holder,
+             std::uint64_t* serial);
   Record* RecordOf(v8::Local<v8::Value> holder);
   const Record* RecordOf(v8::Local<v8::Value> holder) const;
   static void Release(Record* record);
@@ -115,6 +140,7 @@ class LabelHolders {
 
   v8::Isolate* const isolate_;
   v8::Global<v8::ObjectTemplate> template_;
+  v8::Global<v8::ObjectTemplate> request_template_;
   v8::Global<v8::String> labels_name_;
   // The records of live holders by serial number, in the map's nodes (one
   // allocation per holder; nodes do not move): erased by the weak callback,
