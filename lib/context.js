@@ -70,7 +70,8 @@ function enterRequestLabels(bucket, bucketHolder) {
 
 // Binds the request holder `holder` to `labels`, which are not its labels now (the caller knows
 // its request's): the request's samples and external bytes so far and from now on are read under
-// them.
+// them, and getHeapProfileLabels() under the holder returns them. A cell that has used its
+// bindings keeps its labels (the addon refuses).
 function bindRequestLabels(holder, labels, labelsHolder) {
   native.bindRequestHolder(holder, labelsHolder, labels);
 }

@@ -563,7 +563,9 @@ function holderOnOverflow(labels, state) {
 // (Its frozen object is validated once, then found in frozenUserLabels.) A label holder has them
 // as its `labels` property, a request holder (lib/context.js) in a field the addon reads.
 function labelsOfHolder(holder) {
-  const labels = 'labels' in holder ? holder.labels : native.requestHolderLabels(holder);
+  // An own property only: a request holder inherits from Object.prototype, whose `labels` (a
+  // library's, or prototype pollution) must not stand for its labels.
+  const labels = Object.hasOwn(holder, 'labels') ? holder.labels : native.requestHolderLabels(holder);
   return stateOf.get(labels)?.user ? labels : intern(labels, 'getHeapProfileLabels');
 }
 

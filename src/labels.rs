@@ -261,9 +261,9 @@ pub fn new_request_word(state: &mut IsolateAddon, bucket: usize) -> Result<usize
 
 /// Binds the cell of `request` (a request holder) to `route`'s set and makes `labels` (route's
 /// labels object) the holder's labels: true when the binding changed, false when the cell is
-/// bound to that set already or has used its bindings (its labels object changes all the same,
-/// as the labels lib/ entered last for the request). All three are napi_values of the current
-/// call.
+/// bound to that set already or has used its bindings. The labels object changes only with the
+/// binding: a cell that refused keeps the labels its samples carry, which is what
+/// getHeapProfileLabels() must say under it. All three are napi_values of the current call.
 pub fn bind_request(
     state: &mut IsolateAddon,
     request: usize,
@@ -277,10 +277,15 @@ pub fn bind_request(
     }
     let set = set_of_holder(state, route, "the route")?;
     // SAFETY: `request`, a napi_value of this call, keeps its cell alive for the call.
-    let changed = unsafe { RequestCell::word_as_ref(word) }.bind(set);
+    let cell = unsafe { RequestCell::word_as_ref(word) };
+    if !cell.can_bind(&set) {
+        return Ok(false);
+    }
+    // The labels object first: it cannot fail for a holder `holder_binding` accepted with a cell
+    // word (only request holders have one), and the binding after it cannot fail.
     // SAFETY: inside a napi callback on the isolate thread; both are values of this call.
     unsafe { state.v8_mut().set_request_labels(request, labels)? };
-    Ok(changed)
+    Ok(cell.bind(set))
 }
 
 #[cfg(test)]

@@ -53,3 +53,39 @@ for (const [mode, nodeArgs] of [
     assert.deepEqual(run.json, { afterFirst: '/first', afterSecond: '/second', end: '/second', finish: '/second' });
   });
 }
+
+for (const [mode, flags] of [
+  ['AsyncContextFrame', FLAGS],
+  ['async_hooks', ['--expose-gc', ...asyncContextFrameOff()]],
+]) {
+  test(`${mode}: under a request holder getHeapProfileLabels() says its own labels, not Object.prototype's, not a binding the cell refused`, () => {
+    const run = runFixture('request-holder-labels.js', { nodeArgs: flags });
+    assert.equal(run.status, 0, run.stderr);
+    const { steps, threw, after } = run.json;
+    assert.equal(threw, undefined, 'no throw with a string in Object.prototype.labels');
+    assert.deepEqual(steps, [
+      ['started', '(unmatched) GET'],
+      ['polluted', '(unmatched) GET'],
+      ['polluted with a string', '(unmatched) GET'],
+      ['routed 1', '/r1'],
+      ['routed 2', '/r2'],
+      ['routed 3', '/r3'],
+      ['routed 4', '/r4'],
+      ['routed 5', '/r5'],
+      ['routed 6', '/r6'],
+      ['routed 7', '/r7'],
+      // The cell has used its 8 sets (the bucket and 7 routes): its samples stay /r7's.
+      ['routed 8', '/r7'],
+      ['routed 9', '/r7'],
+    ]);
+    assert.equal(after, null, 'nothing leaks out of the labeled scope');
+  });
+}
+
+// The flag that turns AsyncContextFrame off whatever the runtime's default (none where it does not exist).
+function asyncContextFrameOff() {
+  const flag = ['--async-context-frame', '--experimental-async-context-frame'].find((f) =>
+    process.allowedNodeEnvironmentFlags.has(f),
+  );
+  return flag === undefined ? [] : [flag.replace('--', '--no-')];
+}

@@ -14,12 +14,12 @@
 // one of its 'request' listeners is a function the framework marked (an express app, what koa's
 // app.callback() returns). A server whose listener wraps the framework's ((req, res) => app(req,
 // res)) starts as PLAIN: the first time a framework or an explicit integration labels one of its
-// requests, the server becomes FRAMEWORK (claim()), so only its first requests carried the
-// fallback label before the route's.
+// requests, the server becomes FRAMEWORK, or EXPRESS when express's routing tracks the request
+// (claim()), so only its first requests carried the fallback label before the route's.
 //
 // Marks are process-wide (module state of the realm's one heap-labels instance) and only ever
-// added; nothing here touches the servers themselves. A request's PLAIN server is kept in the
-// request's state (lib/integrations/request-context.js).
+// added; nothing here touches the servers themselves. A request's PLAIN server is kept in a table
+// of its own here (fallbacks) until the request is claimed.
 
 const OWN = 'own';
 const FRAMEWORK = 'framework';

@@ -39,11 +39,14 @@ export function stateOf(request: object): RequestState | undefined;
 /** The state of `request`, made if it has none. */
 export function ensureState(request: object): RequestState;
 
-/** The same for a request an express app serves: made as an ExpressRequestState. */
-export function ensureExpressState(request: object): ExpressRequestState;
+/**
+ * The same for a request an express app serves: made as an ExpressRequestState. A state made
+ * before as another class is returned as it is: its express fields may be missing.
+ */
+export function ensureExpressState(request: object): RequestState & Partial<ExpressRequestState>;
 
-/** The same for a request a koa app serves: made as a KoaRequestState. */
-export function ensureKoaState(request: object): KoaRequestState;
+/** The same for a request a koa app serves: made as a KoaRequestState (as above, if made before). */
+export function ensureKoaState(request: object): RequestState & Partial<KoaRequestState>;
 
 /**
  * Records `holder`, the label holder the caller just entered (current now), as `request`'s own: its

@@ -245,7 +245,8 @@ class RouteLabeler {
     const holder = state === undefined ? undefined : state.holder;
     const labelsHolder = keptHolderOf(labels);
     if (holder !== undefined) {
-      // state.labels are its holder's labels (startRequest, here).
+      // state.labels are the labels entered last: its holder's (startRequest, here), unless the
+      // cell refused a binding (it has used its bindings), which it refuses again.
       if (state.labels !== labels) bindRequestLabels(holder, labels, labelsHolder);
       state.labels = labels;
       // The holder is current wherever the request's context went; where it is not (a context

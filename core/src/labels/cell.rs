@@ -185,16 +185,23 @@ impl RequestCell {
         self.set_at(before >> BYTES_BITS)
     }
 
+    /// Whether [`bind`](Self::bind) would bind the cell to `set`: not when `set` is the current
+    /// set already or the cell has used its [`MAX_BINDINGS`]. Isolate thread.
+    pub fn can_bind(&self, set: &LabelSet) -> bool {
+        let index = self.state.load(Ordering::Acquire) >> BYTES_BITS;
+        !std::ptr::eq(self.set_at(index), set) && (index as usize) + 1 < MAX_BINDINGS
+    }
+
     /// Binds the cell to `set` (routing decided the request's route): from now on the cell
     /// resolves to `set`, and the live samples and external bytes taken under it so far move from
-    /// the previous set to `set`. Returns false, and changes nothing, when `set` is the current
-    /// set already or the cell has used its [`MAX_BINDINGS`]. Isolate thread, inside a napi call.
+    /// the previous set to `set`. Returns false, and changes nothing, when it cannot
+    /// ([`can_bind`](Self::can_bind)). Isolate thread, inside a napi call.
     pub fn bind(&self, set: Arc<LabelSet>) -> bool {
-        let index = self.state.load(Ordering::Acquire) >> BYTES_BITS;
-        let old = self.set_at(index);
-        if std::ptr::eq(old, &*set) || index as usize + 1 >= MAX_BINDINGS {
+        if !self.can_bind(&set) {
             return false;
         }
+        let index = self.state.load(Ordering::Acquire) >> BYTES_BITS;
+        let old = self.set_at(index);
         let next = index + 1;
         self.sets[next as usize].store(LabelSet::into_word(set), Ordering::Release);
         // Only this thread changes the index; frees change the bytes meanwhile.
@@ -294,9 +301,12 @@ mod tests {
             .map(|i| reg.intern(p(&[("route", &i.to_string())])).unwrap())
             .collect();
         let cell = RequestCell::new(Arc::clone(&sets[0]));
+        assert!(!cell.can_bind(&sets[0]), "bound to it already");
         for set in &sets[1..MAX_BINDINGS] {
+            assert!(cell.can_bind(set));
             assert!(cell.bind(Arc::clone(set)));
         }
+        assert!(!cell.can_bind(&sets[MAX_BINDINGS]));
         assert!(!cell.bind(Arc::clone(&sets[MAX_BINDINGS])));
         assert_eq!(cell.current().id(), sets[MAX_BINDINGS - 1].id());
     }
