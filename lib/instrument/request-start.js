@@ -9,9 +9,10 @@
 // Each request starts under its own labels, so that nothing carries over from the previous
 // request of a keep-alive connection (without AsyncContextFrame, enterWith() writes to the
 // connection's async resource):
-//   a framework's server (servers.js: FRAMEWORK, EXPRESS, KOA): a request holder bound to the bucket of the request's method
-//     (`(unmatched) GET`), which the framework's instrumentation binds to the route template once
-//     routing knows it (late binding: lib/integrations/route-labels.js, docs/architecture.md);
+//   a framework's server (servers.js: FRAMEWORK, EXPRESS, KOA): a request holder bound to the
+//     bucket of the request's method (`(unmatched) GET`), which the framework's instrumentation
+//     binds to the route template once routing knows it (late binding:
+//     lib/integrations/route-labels.js, docs/architecture.md);
 //   a plain server: the fallback label, method and normalised path (fallback-route.js), with the
 //     maxRoutes guard of its own labeler;
 //   the agent's own endpoint server: nothing.
