@@ -132,15 +132,16 @@ RawProfile IsolateState::read_profile(AllocationsRead read) {
 
 NewHolder IsolateState::create_label_holder(HolderBinding binding,
                                             std::size_t labels) {
+  if (labels == 0) {
+    // The holder would have owned the binding: it is given back here.
+    release_label_word(binding.word);
+    if (binding.pending != 0) drop_pending_labels(binding.pending);
+    throw std::invalid_argument("a label holder needs its labels object");
+  }
   v8::Local<v8::Object> holder;
   std::uint64_t serial = 0;
-  if (labels == 0 ||
-      !holders_.Create(binding.word, binding.pending, ToLocal(labels), &serial)
+  if (!holders_.Create(binding.word, binding.pending, ToLocal(labels), &serial)
            .ToLocal(&holder)) {
-    if (labels == 0) {
-      release_label_word(binding.word);
-      if (binding.pending != 0) drop_pending_labels(binding.pending);
-    }
     throw std::runtime_error("could not create a label holder object");
   }
   return NewHolder{ToNapiValue(holder), serial};

@@ -127,24 +127,22 @@ bool LabelHolders::Track(v8::MaybeLocal<v8::Object> made, std::size_t word,
   return true;
 }
 
+bool LabelHolders::IsRequestHolder(v8::Local<v8::Value> holder) const {
+  return RecordOf(holder) != nullptr &&
+         holder.As<v8::Object>()->InternalFieldCount() ==
+             kRequestHolderFieldCount;
+}
+
 bool LabelHolders::SetRequestLabels(v8::Local<v8::Value> holder,
                                     v8::Local<v8::Value> labels) {
-  if (RecordOf(holder) == nullptr ||
-      holder.As<v8::Object>()->InternalFieldCount() !=
-          kRequestHolderFieldCount) {
-    return false;
-  }
+  if (!IsRequestHolder(holder)) return false;
   holder.As<v8::Object>()->SetInternalField(kRequestLabelsField, labels);
   return true;
 }
 
 v8::MaybeLocal<v8::Value> LabelHolders::RequestLabels(
     v8::Local<v8::Value> holder) const {
-  if (RecordOf(holder) == nullptr ||
-      holder.As<v8::Object>()->InternalFieldCount() !=
-          kRequestHolderFieldCount) {
-    return {};
-  }
+  if (!IsRequestHolder(holder)) return {};
   return holder.As<v8::Object>()
       ->GetInternalField(kRequestLabelsField)
       .As<v8::Value>();

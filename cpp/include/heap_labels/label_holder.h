@@ -128,6 +128,8 @@ class LabelHolders {
 
   v8::Local<v8::ObjectTemplate> Template();
   v8::Local<v8::ObjectTemplate> RequestTemplate();
+  // Whether `holder` is a live request holder of this isolate.
+  bool IsRequestHolder(v8::Local<v8::Value> holder) const;
   // Gives a new holder its fields and a record; false (and `word` and
   // `pending` released) when `made` is empty.
   bool Track(v8::MaybeLocal<v8::Object> made, std::size_t word,
