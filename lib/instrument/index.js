@@ -63,8 +63,8 @@ class Instrumentation {
         return (frameworkLabeler ??= createRouteLabeler(undefined, WHERE, true));
       },
       failed: undefined,
-      onApp: (app) => servers.markExpressApp(app),
-      onListener: (listener) => servers.markKoaListener(listener),
+      onApp: (app) => servers.markFrameworkListener(app, servers.EXPRESS),
+      onListener: (listener) => servers.markFrameworkListener(listener, servers.KOA),
     };
     this.automatic = automatic;
     automatic.failed = failed;

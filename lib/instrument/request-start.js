@@ -42,7 +42,7 @@ function watchRequestStarts({ labelers, failed }) {
   function start(request, server, method, target) {
     const kind = servers.kindOf(server);
     if (kind === servers.OWN) return false;
-    if (kind === servers.FRAMEWORK || kind === servers.EXPRESS || kind === servers.KOA) {
+    if (kind !== servers.PLAIN) {
       // Late binding: a request holder bound to the method's bucket, which routing binds to the
       // route, so what the app's middleware allocates before routing counts to the route. An
       // express or koa app's request gets its framework's state from the start.

@@ -15,10 +15,8 @@ export function kindOf(server: object): ServerKind;
 export function markOwnServer(server: object): void;
 /** A server an instrumented framework serves (fastify's instance.server). */
 export function markFrameworkServer(server: object | null | undefined): void;
-/** An express app (a request listener): its server is EXPRESS. */
-export function markExpressApp(app: unknown): void;
-/** What koa's app.callback() returns (a request listener): its server is KOA. */
-export function markKoaListener(listener: unknown): void;
+/** A request listener a framework made (an express app: EXPRESS; what koa's app.callback() returns: KOA). */
+export function markFrameworkListener(listener: unknown, kind: typeof EXPRESS | typeof KOA): void;
 /** Records that `request` got the fallback label as a request of `server`. */
 export function noteFallback(request: object, server: object): void;
 /**

@@ -30,8 +30,7 @@ const KOA = 'koa';
 const kinds = new WeakMap(); // server -> kind, decided at its first request
 const ownServers = new WeakSet();
 const frameworkServers = new WeakSet();
-const expressApps = new WeakSet();
-const koaListeners = new WeakSet();
+const frameworkListeners = new WeakMap(); // listener -> EXPRESS or KOA
 // request -> the PLAIN server whose fallback label it got (noteFallback), until claimed.
 const fallbacks = new WeakMap();
 
@@ -50,8 +49,8 @@ function classify(server) {
   if (typeof server.listeners === 'function') {
     for (const listener of server.listeners('request')) {
       // A `once` listener is listed unwrapped; a listener that wraps another names it `.listener`.
-      if (expressApps.has(listener) || expressApps.has(listener.listener)) return EXPRESS;
-      if (koaListeners.has(listener) || koaListeners.has(listener.listener)) return KOA;
+      const kind = frameworkListeners.get(listener) ?? frameworkListeners.get(listener.listener);
+      if (kind !== undefined) return kind;
     }
   }
   return PLAIN;
@@ -68,12 +67,10 @@ function markFrameworkServer(server) {
   if (kinds.get(server) === PLAIN) kinds.delete(server);
 }
 
-function markKoaListener(listener) {
-  if (typeof listener === 'function') koaListeners.add(listener);
-}
-
-function markExpressApp(app) {
-  if (typeof app === 'function') expressApps.add(app);
+// `listener`, a request listener a framework made (an express app, what koa's app.callback()
+// returns), makes its servers that framework's (`kind`: EXPRESS or KOA).
+function markFrameworkListener(listener, kind) {
+  if (typeof listener === 'function') frameworkListeners.set(listener, kind);
 }
 
 // Records that `request` got the fallback label as a request of the PLAIN `server`.
@@ -103,8 +100,7 @@ module.exports = {
   kindOf,
   markOwnServer,
   markFrameworkServer,
-  markExpressApp,
-  markKoaListener,
+  markFrameworkListener,
   noteFallback,
   claim,
 };

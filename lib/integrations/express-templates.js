@@ -343,8 +343,8 @@ function adopt(router, layer, path, strict = false) {
   const handleRequest = layer[method];
   // While the request is inside the mounted router, its mount is one level down; when the router
   // hands the request back (next, with or without an error), it is restored: noticed from
-  // req.next (its mount exit) for the first router mount the request is in, by a wrapper of `next` for
-  // a sub-app and below the first.
+  // req.next (its mount exit) for the first router mount the request is in, by a wrapper of
+  // `next` for a sub-app and below the first.
   const mountsRouter = routerOf(handle) !== undefined;
   layer[method] = function handleMounted(req, res, next) {
     const state = stateOf(req);
